@@ -1,0 +1,20 @@
+"""Pure domain values. This package imports nothing else of arknb."""
+
+from .cancellation import CancellationToken
+from .content import ContentKind, ContentPart
+from .errors import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability, invalid_argument
+from .messages import AgentMessage, Role
+from .model import FinishReason, ModelConfig, ModelRequest, ModelResponse, Usage
+from .streaming import (
+    ModelComplete, ModelStart, ReasoningDelta, RetryNotice, StreamError, StreamingEvent,
+    StreamingEventAdapter, TextDelta, ToolCallDelta, UsageUpdate,
+)
+from .tools import ToolCall, ToolDefinition, ToolResult, ToolRisk
+
+__all__ = [
+    "AgentMessage", "ArkError", "CancellationToken", "ContentKind", "ContentPart", "ErrorCode",
+    "ErrorInfo", "ErrorLayer", "FinishReason", "ModelComplete", "ModelConfig", "ModelRequest",
+    "ModelResponse", "ModelStart", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
+    "StreamingEvent", "StreamingEventAdapter", "TextDelta", "ToolCall", "ToolCallDelta",
+    "ToolDefinition", "ToolResult", "ToolRisk", "Usage", "UsageUpdate", "invalid_argument",
+]

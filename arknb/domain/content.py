@@ -1,0 +1,82 @@
+"""Content parts: the pieces a message is made of (text, image, document)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+__all__ = ["ContentKind", "ContentPart"]
+
+
+class ContentKind(StrEnum):
+    """What a content part holds."""
+
+    TEXT = "text"
+    IMAGE = "image"
+    DOCUMENT = "document"
+
+
+class ContentPart(BaseModel):
+    """One part of a message.
+
+    Build parts with the constructors, never by hand:
+
+    Example:
+        >>> ContentPart.from_text("hello").text
+        'hello'
+        >>> ContentPart.image_url("https://example.org/cat.png").kind
+        <ContentKind.IMAGE: 'image'>
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: ContentKind = ContentKind.TEXT
+    text: str | None = None
+    url: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _check_payload(self) -> ContentPart:
+        if self.kind is ContentKind.TEXT:
+            if self.text is None:
+                raise ValueError("a text part needs 'text'")
+            if self.url is not None or self.data is not None:
+                raise ValueError("a text part carries only 'text', not 'url' or 'data'")
+        else:
+            if (self.url is None) == (self.data is None):
+                raise ValueError(f"an {self.kind.value} part needs exactly one of 'url' or 'data'")
+            if self.data is not None and not self.mime_type:
+                raise ValueError(f"an {self.kind.value} part given as 'data' needs 'mime_type'")
+        return self
+
+    @classmethod
+    def from_text(cls, text: str) -> ContentPart:
+        """A text part."""
+        if not isinstance(text, str):
+            raise TypeError(f"ContentPart.from_text expects str, got {type(text).__name__}")
+        return cls.model_construct(kind=ContentKind.TEXT, text=text, url=None, data=None,
+                                   mime_type=None, name=None)
+
+    @classmethod
+    def image_url(cls, url: str, *, mime_type: str | None = None) -> ContentPart:
+        """An image referenced by URL (``https:`` or ``data:``)."""
+        return cls(kind=ContentKind.IMAGE, url=url, mime_type=mime_type)
+
+    @classmethod
+    def image_base64(cls, data: str, mime_type: str = "image/png") -> ContentPart:
+        """An image given inline as base64."""
+        return cls(kind=ContentKind.IMAGE, data=data, mime_type=mime_type)
+
+    @classmethod
+    def document(cls, *, url: str | None = None, data: str | None = None,
+                 mime_type: str | None = None, name: str | None = None) -> ContentPart:
+        """A document by URL or inline base64."""
+        return cls(kind=ContentKind.DOCUMENT, url=url, data=data, mime_type=mime_type, name=name)
+
+    @property
+    def is_text(self) -> bool:
+        """True for a text part."""
+        return self.kind is ContentKind.TEXT

@@ -1,0 +1,174 @@
+"""Errors: one exception type, classified by layer, code and retryability.
+
+Every failure a caller can see is an :class:`ArkError`. The ``code`` says what went
+wrong, the ``layer`` says where (seed 003 §5.5), and ``retryability`` says whether
+trying again can help. Codes that must exist, with their layers (seed 000 §11):
+
+==================================  ===========  ==========================================
+code                                layer        meaning
+==================================  ===========  ==========================================
+hook_abort                          security     a hook stopped the run
+tool_denied                         security     a tool call was denied (synthetic result)
+awaiting_approval                   security     the run paused for a human decision
+pending_approval_blocks_input       security     new input while approvals are pending
+loop_detected                       runtime      the same tool call repeated too often
+cancelled                           cancelled    the user cancelled the run
+state_save_failed                   storage      a save failed
+not_resumable                       storage      the session was marked not resumable
+state_corrupt                       storage      a saved file could not be read
+state_version_unsupported           storage      a saved file is from a newer arknb
+approval_host_missing               runtime      controller not bound (never retryable)
+approval_not_found                  runtime      unknown or already consumed approval id
+request_handler_missing             config       EventBus.request with no handler
+request_handler_duplicate           config       a second request handler for one type
+tool_not_found                      tool         the model called an unregistered tool
+tool_arguments_invalid              tool         bad JSON or schema failure
+tool_failed                         tool         the tool raised
+run_already_active                  runtime      a second run while one is active
+script_exhausted                    config       ScriptedModel has no turn left
+invalid_argument                    config       a public call got a wrong type or value
+secret_in_state                     security     a save would write a credential
+provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
+==================================  ===========  ==========================================
+
+``approval_already_decided`` is deliberately not an error: deciding twice is an
+idempotent success.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["ArkError", "ErrorCode", "ErrorInfo", "ErrorLayer", "Retryability", "invalid_argument"]
+
+
+class ErrorLayer(StrEnum):
+    """Where an error arose."""
+
+    DECODE = "decode"
+    CONFIG = "config"
+    TRANSPORT = "transport"
+    PROVIDER = "provider"
+    TOOL = "tool"
+    RUNTIME = "runtime"
+    STORAGE = "storage"
+    SECURITY = "security"
+    CANCELLED = "cancelled"
+
+
+class Retryability(StrEnum):
+    """Whether trying the same thing again can succeed."""
+
+    NEVER = "never"
+    SAFE = "safe"
+    CONDITIONAL = "conditional"
+
+
+class ErrorCode(StrEnum):
+    """The codes arknb itself raises. Provider codes (``provider_*``) are added by providers."""
+
+    HOOK_ABORT = "hook_abort"
+    TOOL_DENIED = "tool_denied"
+    AWAITING_APPROVAL = "awaiting_approval"
+    PENDING_APPROVAL_BLOCKS_INPUT = "pending_approval_blocks_input"
+    LOOP_DETECTED = "loop_detected"
+    CANCELLED = "cancelled"
+    STATE_SAVE_FAILED = "state_save_failed"
+    NOT_RESUMABLE = "not_resumable"
+    STATE_CORRUPT = "state_corrupt"
+    STATE_VERSION_UNSUPPORTED = "state_version_unsupported"
+    APPROVAL_HOST_MISSING = "approval_host_missing"
+    APPROVAL_NOT_FOUND = "approval_not_found"
+    REQUEST_HANDLER_MISSING = "request_handler_missing"
+    REQUEST_HANDLER_DUPLICATE = "request_handler_duplicate"
+    TOOL_NOT_FOUND = "tool_not_found"
+    TOOL_ARGUMENTS_INVALID = "tool_arguments_invalid"
+    TOOL_FAILED = "tool_failed"
+    RUN_ALREADY_ACTIVE = "run_already_active"
+    SCRIPT_EXHAUSTED = "script_exhausted"
+    INVALID_ARGUMENT = "invalid_argument"
+    SECRET_IN_STATE = "secret_in_state"
+    MAX_TURNS = "max_turns"
+    NOTHING_TO_RESUME = "nothing_to_resume"
+
+
+class ErrorInfo(BaseModel):
+    """The serialisable form of an :class:`ArkError` (for state, events and results)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    layer: ErrorLayer
+    code: str
+    message: str
+    retryability: Retryability = Retryability.NEVER
+    status_code: int | None = None
+    provider_code: str | None = None
+
+    def to_error(self) -> ArkError:
+        """Rebuild the exception."""
+        return ArkError(self.layer, self.code, self.message, self.retryability,
+                        status_code=self.status_code, provider_code=self.provider_code)
+
+
+class ArkError(Exception):
+    """The one exception arknb raises.
+
+    Example:
+        >>> err = ArkError("security", "hook_abort", "blocked by policy")
+        >>> err.layer == "security", err.code
+        (True, 'hook_abort')
+    """
+
+    def __init__(
+        self,
+        layer: ErrorLayer | str,
+        code: str,
+        message: str,
+        retryability: Retryability | str = Retryability.NEVER,
+        *,
+        status_code: int | None = None,
+        provider_code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.layer = ErrorLayer(layer)
+        self.code = str(code)
+        self.message = message
+        self.retryability = Retryability(retryability)
+        self.status_code = status_code
+        self.provider_code = provider_code
+
+    @property
+    def retryable(self) -> bool:
+        """True unless the error is never retryable."""
+        return self.retryability is not Retryability.NEVER
+
+    def info(self) -> ErrorInfo:
+        """The serialisable form of this error."""
+        return ErrorInfo(layer=self.layer, code=self.code, message=self.message,
+                         retryability=self.retryability, status_code=self.status_code,
+                         provider_code=self.provider_code)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (used in event payloads)."""
+        return self.info().model_dump(mode="json")
+
+    def __str__(self) -> str:
+        return f"[{self.layer.value}/{self.code}] {self.message}"
+
+    def __repr__(self) -> str:
+        return f"ArkError(layer={self.layer.value!r}, code={self.code!r}, message={self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.to_dict(),))
+
+
+def _rebuild(data: dict[str, Any]) -> ArkError:
+    return ErrorInfo.model_validate(data).to_error()
+
+
+def invalid_argument(message: str) -> ArkError:
+    """A config-layer error for a wrong type or impossible value given to a public call."""
+    return ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT, message)

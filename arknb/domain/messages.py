@@ -1,0 +1,108 @@
+"""Messages: what the conversation history is made of (seed 003 §5.2)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Iterable
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from .content import ContentPart
+from .tools import ToolCall
+
+__all__ = ["AgentMessage", "Role"]
+
+
+class Role(StrEnum):
+    """Who speaks."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+def _parts(content: str | ContentPart | Iterable[str | ContentPart]) -> tuple[ContentPart, ...]:
+    if isinstance(content, str):
+        return (ContentPart.from_text(content),)
+    if isinstance(content, ContentPart):
+        return (content,)
+    parts = []
+    for item in content:
+        parts.append(ContentPart.from_text(item) if isinstance(item, str) else item)
+    return tuple(parts)
+
+
+class AgentMessage(BaseModel):
+    """One message of the history.
+
+    Invariants (seed 003 §5.2): a system message holds text only; a tool message
+    needs ``tool_call_id``; only assistant messages carry ``tool_calls``; user, system
+    and tool messages are never an empty list of parts.
+
+    Example:
+        >>> AgentMessage.user("What is 1 + 2?").text
+        'What is 1 + 2?'
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    contents: tuple[ContentPart, ...] = ()
+    tool_call_id: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: tuple[ContentPart, ...] = ()
+    is_error: bool = False
+
+    @model_validator(mode="after")
+    def _check_invariants(self) -> AgentMessage:
+        role = self.role
+        if role is Role.SYSTEM and any(not p.is_text for p in self.contents):
+            raise ValueError("a system message may hold text parts only")
+        if role is Role.TOOL and not self.tool_call_id:
+            raise ValueError("a tool message needs 'tool_call_id'")
+        if role is not Role.TOOL and self.tool_call_id is not None:
+            raise ValueError(f"'tool_call_id' belongs on tool messages, not on {role.value} messages")
+        if role is not Role.ASSISTANT and self.tool_calls:
+            raise ValueError(f"'tool_calls' belong on assistant messages, not on {role.value} messages")
+        if role is not Role.ASSISTANT and not self.contents:
+            raise ValueError(f"a {role.value} message needs at least one content part (no empty text arrays)")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The message's text parts, joined."""
+        return "".join(p.text for p in self.contents if p.text is not None)
+
+    @property
+    def reasoning_text(self) -> str:
+        """The reasoning parts, joined."""
+        return "".join(p.text for p in self.reasoning if p.text is not None)
+
+    @classmethod
+    def system(cls, text: str) -> AgentMessage:
+        """A system message."""
+        return cls(role=Role.SYSTEM, contents=_parts(text))
+
+    @classmethod
+    def user(cls, content: str | ContentPart | Iterable[str | ContentPart]) -> AgentMessage:
+        """A user message from text or parts."""
+        return cls(role=Role.USER, contents=_parts(content))
+
+    @classmethod
+    def assistant(cls, text: str = "", *, tool_calls: Iterable[ToolCall] = (),
+                  reasoning: str = "") -> AgentMessage:
+        """An assistant message; empty text gives no content part."""
+        return cls(role=Role.ASSISTANT,
+                   contents=(ContentPart.from_text(text),) if text else (),
+                   tool_calls=tuple(tool_calls),
+                   reasoning=(ContentPart.from_text(reasoning),) if reasoning else ())
+
+    @classmethod
+    def tool(cls, call_id: str, content: str | ContentPart | Iterable[str | ContentPart],
+             is_error: bool = False) -> AgentMessage:
+        """A tool result message answering the call ``call_id``."""
+        parts = _parts(content)
+        if not parts:
+            parts = (ContentPart.from_text(""),)
+        return cls(role=Role.TOOL, contents=parts, tool_call_id=call_id, is_error=is_error)

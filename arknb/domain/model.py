@@ -1,0 +1,82 @@
+"""Model values: what is sent to an LLM and what comes back."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .messages import AgentMessage
+from .tools import ToolDefinition
+
+__all__ = ["FinishReason", "ModelConfig", "ModelRequest", "ModelResponse", "Usage"]
+
+
+class FinishReason(StrEnum):
+    """Why the model stopped. Provider-specific reasons map onto these."""
+
+    STOP = "stop"
+    TOOL_CALLS = "tool_calls"
+    LENGTH = "length"
+    CONTENT_FILTER = "content_filter"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+
+class Usage(BaseModel):
+    """Token counts of one model call (or a sum of several)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens,
+                     reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+                     cached_tokens=self.cached_tokens + other.cached_tokens)
+
+
+class ModelConfig(BaseModel):
+    """Model name and sampling options. ``extensions`` holds provider-specific options
+    (e.g. Zhipu ``thinking``); a provider refuses one it does not consume."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str = ""
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    tool_choice: str | dict[str, Any] | None = None
+    extensions: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelRequest(BaseModel):
+    """One call to the model: the messages, the tools it may call, the config."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: tuple[AgentMessage, ...]
+    tools: tuple[ToolDefinition, ...] = ()
+    config: ModelConfig = Field(default_factory=ModelConfig)
+
+
+class ModelResponse(BaseModel):
+    """The model's complete answer to one request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: AgentMessage
+    finish_reason: FinishReason = FinishReason.STOP
+    usage: Usage = Field(default_factory=Usage)
+    model: str | None = None

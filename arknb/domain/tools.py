@@ -1,0 +1,121 @@
+"""Tool values: the call a model makes, the result it gets, the definition it sees."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .content import ContentPart
+from .errors import ArkError, ErrorCode, ErrorLayer
+
+__all__ = ["ToolCall", "ToolDefinition", "ToolResult", "ToolRisk"]
+
+
+class ToolRisk(StrEnum):
+    """How much a tool can do. Dangerous tools wait for a human (seed 000 §8)."""
+
+    SAFE = "safe"
+    DANGEROUS = "dangerous"
+
+
+class ToolCall(BaseModel):
+    """A model's request to run one tool.
+
+    ``arguments_json`` is the text the model sent; :attr:`arguments` parses it.
+
+    Example:
+        >>> call = ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')
+        >>> call.arguments["b"], call.with_arguments({"a": 5, "b": 2}).id
+        (2, 'c1')
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    arguments_json: str = "{}"
+    index: int = Field(default=0, ge=0)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The parsed arguments; raises ``ArkError(tool_arguments_invalid)`` if they are not a JSON object."""
+        text = self.arguments_json.strip() or "{}"
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_ARGUMENTS_INVALID,
+                           f"arguments of tool call {self.id!r} ({self.name}) are not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_ARGUMENTS_INVALID,
+                           f"arguments of tool call {self.id!r} ({self.name}) must be a JSON object, "
+                           f"got {type(value).__name__}")
+        return value
+
+    def with_arguments(self, arguments: dict[str, Any]) -> ToolCall:
+        """A copy with new arguments and the same id, name and index."""
+        if not isinstance(arguments, dict):
+            raise TypeError(f"with_arguments expects a dict, got {type(arguments).__name__}")
+        return self.model_copy(update={"arguments_json": json.dumps(arguments, ensure_ascii=False)})
+
+
+class ToolResult(BaseModel):
+    """What a tool returned. ``is_error`` tells the model the call failed; ``stop``
+    asks the loop to end after this batch.
+
+    Example:
+        >>> ToolResult.from_text("3").text
+        '3'
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    contents: tuple[ContentPart, ...] = ()
+    is_error: bool = False
+    stop: bool = False
+    error_code: str | None = None
+
+    @field_validator("contents", mode="before")
+    @classmethod
+    def _coerce(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return (ContentPart.from_text(value),)
+        return value
+
+    @property
+    def text(self) -> str:
+        """The text parts, joined."""
+        return "".join(p.text for p in self.contents if p.text is not None)
+
+    @classmethod
+    def from_text(cls, text: str, is_error: bool = False, *, stop: bool = False,
+                  error_code: str | None = None) -> ToolResult:
+        """A result holding one text part."""
+        if not isinstance(text, str):
+            raise TypeError(f"ToolResult.from_text expects str, got {type(text).__name__}")
+        return cls(contents=(ContentPart.from_text(text),), is_error=is_error, stop=stop,
+                   error_code=error_code)
+
+    @classmethod
+    def from_error(cls, error: ArkError) -> ToolResult:
+        """An error result carrying the error's code and message."""
+        return cls(contents=(ContentPart.from_text(f"{error.code}: {error.message}"),),
+                   is_error=True, error_code=error.code)
+
+    @classmethod
+    def from_parts(cls, parts: Iterable[ContentPart], is_error: bool = False) -> ToolResult:
+        """A result from content parts (e.g. an image a tool produced)."""
+        return cls(contents=tuple(parts), is_error=is_error)
+
+
+class ToolDefinition(BaseModel):
+    """What the model is told about a tool: name, description, JSON Schema, risk."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    risk: ToolRisk = ToolRisk.SAFE

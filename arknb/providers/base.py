@@ -1,0 +1,27 @@
+"""The LLM client protocol every model implementation follows (seed 003 §5.3)."""
+
+from __future__ import annotations
+
+from typing import AsyncIterator, Protocol, runtime_checkable
+
+from ..domain import CancellationToken, ModelRequest, ModelResponse, StreamingEvent
+
+__all__ = ["LLMClient"]
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """A model the runtime can call.
+
+    ``stream`` yields :data:`StreamingEvent` values: ``model_start`` first, then deltas,
+    then exactly one ``model_complete`` carrying the whole :class:`ModelResponse`, or
+    it raises :class:`ArkError` (it never ends silently). When ``cancel`` fires, the
+    implementation stops promptly and releases its connection. ``generate`` returns
+    the complete response of a non-streamed call.
+    """
+
+    def stream(self, request: ModelRequest, *,
+               cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]: ...
+
+    async def generate(self, request: ModelRequest, *,
+                       cancel: CancellationToken | None = None) -> ModelResponse: ...
