@@ -1,0 +1,172 @@
+"""EventBus: one-to-many notification and one-to-one requests (seed 000 §7).
+
+Listeners only observe: an exception in one is swallowed and counted, never reaching
+the publisher or the other listeners. Hooks, not listeners, change a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import Any, Awaitable, Callable
+
+from ..domain import ArkError, ErrorCode, ErrorLayer
+from .envelope import AgentEvent
+
+__all__ = ["EventBus", "Listener", "RequestHandler"]
+
+Listener = Callable[[AgentEvent], Any]
+RequestHandler = Callable[[AgentEvent], Awaitable[Any] | Any]
+
+_log = logging.getLogger("arknb.events")
+_MISSING = object()
+
+
+class EventBus:
+    """Typed publish/subscribe plus a single request handler per event type.
+
+    Example:
+        >>> bus = EventBus()
+        >>> seen = []
+        >>> unsubscribe = bus.subscribe("llm.chunk", seen.append)
+        >>> bus.publish(AgentEvent("llm.chunk", "s", "r", 1, 0.0, {"text": "hi"}))
+        >>> len(seen)
+        1
+    """
+
+    def __init__(self) -> None:
+        self._by_type: dict[str, tuple[Listener, ...]] = {}
+        self._handlers: dict[str, RequestHandler] = {}
+        self._closed = False
+        self._pending: set[asyncio.Task] = set()
+        self.listener_errors = 0
+        """How many listener calls raised (they are isolated, never re-raised)."""
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+    def subscribe(self, event_type: str, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event of ``event_type`` (``"*"`` for all).
+
+        Returns a function that unsubscribes (calling it twice is harmless). After
+        :meth:`close` this does nothing and returns a no-op.
+        """
+        if not isinstance(event_type, str) or not event_type:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"event_type must be a non-empty string, got {event_type!r}")
+        if not callable(listener):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"listener must be callable, got {type(listener).__name__}")
+        if self._closed:
+            return _noop
+        entry = _Entry(listener)
+        # Copy-on-write tuples: publish iterates a snapshot without copying it.
+        self._by_type[event_type] = self._by_type.get(event_type, ()) + (entry,)
+
+        def unsubscribe() -> None:
+            current = self._by_type.get(event_type, ())
+            if entry in current:
+                remaining = tuple(e for e in current if e is not entry)
+                if remaining:
+                    self._by_type[event_type] = remaining
+                else:
+                    self._by_type.pop(event_type, None)
+
+        return unsubscribe
+
+    def subscribe_all(self, listener: Listener) -> Callable[[], None]:
+        """Shorthand for ``subscribe("*", listener)``."""
+        return self.subscribe("*", listener)
+
+    def has_listeners(self, event_type: str) -> bool:
+        """True if publishing ``event_type`` would reach anyone (lets callers skip building events)."""
+        return bool(self._by_type.get(event_type) or self._by_type.get("*"))
+
+    def publish(self, event: AgentEvent) -> None:
+        """Deliver ``event`` to its listeners, in subscription order, each isolated.
+
+        Async listeners are scheduled as tasks on the running loop, never awaited here.
+        """
+        if self._closed:
+            return
+        specific = self._by_type.get(event.type, ())
+        wildcard = self._by_type.get("*", ())
+        for entry in specific:
+            self._deliver(entry, event)
+        for entry in wildcard:
+            self._deliver(entry, event)
+
+    def _deliver(self, entry: _Entry, event: AgentEvent) -> None:
+        try:
+            outcome = entry.listener(event)
+            if inspect.isawaitable(outcome):
+                task = asyncio.ensure_future(outcome)
+                self._pending.add(task)
+                task.add_done_callback(self._async_done)
+        except Exception:
+            self.listener_errors += 1
+            _log.debug("event listener raised on %s", event.type, exc_info=True)
+
+    def _async_done(self, task: asyncio.Task) -> None:
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.listener_errors += 1
+
+    def register_request_handler(self, event_type: str, handler: RequestHandler) -> Callable[[], None]:
+        """Make ``handler`` the one answerer of ``request`` for ``event_type``.
+
+        A second handler for the same type raises ``request_handler_duplicate``.
+        Returns a function that unregisters it.
+        """
+        if event_type in self._handlers:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.REQUEST_HANDLER_DUPLICATE,
+                           f"a request handler for {event_type!r} is already registered")
+        self._handlers[event_type] = handler
+
+        def unregister() -> None:
+            if self._handlers.get(event_type) is handler:
+                del self._handlers[event_type]
+
+        return unregister
+
+    async def request(self, event: AgentEvent, default: Any = _MISSING) -> Any:
+        """Ask the one handler of ``event.type`` and return its answer.
+
+        The handler's exceptions propagate. With no handler, ``default`` is returned if
+        given, else ``request_handler_missing`` is raised.
+        """
+        handler = self._handlers.get(event.type)
+        if handler is None:
+            if default is not _MISSING:
+                return default
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.REQUEST_HANDLER_MISSING,
+                           f"no request handler registered for {event.type!r}")
+        outcome = handler(event)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        return outcome
+
+    async def drain(self) -> None:
+        """Wait for async listeners scheduled so far (useful in tests and at shutdown)."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+    def close(self) -> None:
+        """Stop delivering: later ``publish`` is a no-op and ``subscribe`` returns a no-op."""
+        self._closed = True
+        self._by_type.clear()
+        self._handlers.clear()
+
+
+class _Entry:
+    __slots__ = ("listener",)
+
+    def __init__(self, listener: Listener) -> None:
+        self.listener = listener
+
+
+def _noop() -> None:
+    return None

@@ -1,0 +1,50 @@
+"""The one event envelope every published event uses (seed 003 §5.6)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["AgentEvent"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """One thing that happened, as observers see it.
+
+    ``sequence`` increases strictly within a session (and so within each run);
+    ``payload`` holds JSON-ready values only, so the same event can be written to a
+    trace file or sent to a widget unchanged.
+
+    A frozen slotted dataclass rather than a pydantic model: the runtime builds one
+    per streamed chunk, and it only ever builds them from values it already trusts.
+    """
+
+    type: str
+    session_id: str
+    run_id: str
+    sequence: int
+    timestamp: float
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    event_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the wire form used by traces and widgets)."""
+        return {"event_id": self.event_id, "type": self.type, "session_id": self.session_id,
+                "run_id": self.run_id, "sequence": self.sequence, "timestamp": self.timestamp,
+                "payload": dict(self.payload)}
+
+    def to_json(self) -> str:
+        """One line of JSON (for JSONL traces)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, default=str)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentEvent:
+        """Rebuild an event from :meth:`to_dict` output; missing keys raise ``KeyError`` naming them."""
+        missing = [k for k in ("type", "session_id", "run_id", "sequence", "timestamp") if k not in data]
+        if missing:
+            raise KeyError(f"event dict is missing {', '.join(missing)}")
+        return cls(type=str(data["type"]), session_id=str(data["session_id"]), run_id=str(data["run_id"]),
+                   sequence=int(data["sequence"]), timestamp=float(data["timestamp"]),
+                   payload=dict(data.get("payload") or {}), event_id=str(data.get("event_id", "")))

@@ -1,0 +1,47 @@
+"""Event type names: one constant per type. Subscribe with these, never with bare strings."""
+
+from __future__ import annotations
+
+__all__ = ["EventTypes"]
+
+
+class EventTypes:
+    """The event types the runtime publishes (DESIGN §4).
+
+    The same strings travel to the widgets; the front end never invents its own.
+    Each type's payload keys are listed beside it.
+
+    Example:
+        >>> EventTypes.LLM_CHUNK
+        'llm.chunk'
+    """
+
+    ANY = "*"
+    AGENT_STARTED = "agent.started"        # input: [message], resumed: bool
+    AGENT_RESUMED = "agent.resumed"        # reason, previous_run_id
+    AGENT_SUCCESS = "agent.success"        # stop_reason, final_text, usage, turns
+    AGENT_ERROR = "agent.error"            # stop_reason, error
+    AGENT_CANCELLED = "agent.cancelled"    # reason
+    AGENT_SUSPENDED = "agent.suspended"    # reason ("awaiting_approval" | "suspend" | "loop_decision"), batch_id
+    AGENT_ABORTED = "agent.aborted"        # error, slot, hook
+    LLM_BEFORE = "llm.before"              # turn, model, message_count, tools
+    LLM_CHUNK = "llm.chunk"                # kind ("text" | "reasoning"), text, index
+    LLM_AFTER = "llm.after"                # turn, message, finish_reason, usage, raw_text, raw_reasoning
+    TOOL_BEFORE = "tool.before"            # call, batch_id
+    TOOL_AFTER = "tool.after"              # call, result, batch_id, duration_ms
+    TOOL_DENIED = "tool.denied"            # call, result, reason, hook
+    APPROVAL_REQUIRED = "approval.required"  # batch_id, items
+    APPROVAL_DECIDED = "approval.decided"    # batch_id, approval_id, decision, deny_reason, all_decided
+    APPROVAL_RESOLVED = "approval.resolved"  # batch_id, items
+    LOOP_DETECTED = "loop.detected"        # signature, tool, count, window, threshold, message
+    HOOK_DECISION = "hook.decision"        # slot, hook, action, reason, before, after
+    HOOK_DIAGNOSTIC = "hook.diagnostic"    # slot, hook, kind ("exception" | "timeout" | "invalid_result"), message
+    STATE_PERSISTED = "state.persisted"    # reason, mandatory, skipped, ok, error
+    TURN_COMPLETED = "turn.completed"      # turn, message, action
+
+    ALL: tuple[str, ...] = (
+        AGENT_STARTED, AGENT_RESUMED, AGENT_SUCCESS, AGENT_ERROR, AGENT_CANCELLED,
+        AGENT_SUSPENDED, AGENT_ABORTED, LLM_BEFORE, LLM_CHUNK, LLM_AFTER, TOOL_BEFORE,
+        TOOL_AFTER, TOOL_DENIED, APPROVAL_REQUIRED, APPROVAL_DECIDED, APPROVAL_RESOLVED,
+        LOOP_DETECTED, HOOK_DECISION, HOOK_DIAGNOSTIC, STATE_PERSISTED, TURN_COMPLETED,
+    )

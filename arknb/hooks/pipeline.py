@@ -1,0 +1,290 @@
+"""HookPipeline: runs the hooks of a slot under the laws of seed 000 §5.
+
+1. strictly serial, in registry order, each awaited;
+2. a rewrite is passed to the next hook;
+3. the first short-circuit wins and later hooks do not run;
+4. a rewritten tool call keeps the original call id;
+5. ``injected_messages`` accumulate in hook order and survive ``stop``;
+6. observers (``after_persist_state``, ``after_run``) are isolated: their exceptions
+   become ``hook.diagnostic`` events;
+7. a mandatory save ignores ``skip`` but honours ``abort``;
+8. a failing hook (exception, timeout, invalid result) is fail-open: a diagnostic is
+   published and the value stays as it was before that hook; ``fail_closed=True``
+   turns the failure into ``abort`` with ``hook_abort`` (seed 004 §6).
+
+Every non-trivial outcome is published as ``hook.decision`` with before/after values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from ..domain import ArkError, ErrorCode, ErrorLayer
+from ..events import EventTypes
+from .contexts import (
+    AfterRunHookContext, BeforeRunHookContext, ModelCallHookContext, ModelChunkHookContext,
+    ModelResponseHookContext, StatePersistenceHookContext, ToolCallHookContext,
+    ToolResultHookContext, TurnCompletionHookContext,
+)
+from .registry import HookEntry, HookRegistry
+from .results import (
+    BeforeRunAction, BeforeRunHookResult, ModelCallAction, ModelCallHookResult, ModelChunkAction,
+    ModelChunkHookResult, ModelResponseAction, ModelResponseHookResult, PersistAction,
+    StatePersistenceHookResult, ToolCallAction, ToolCallHookResult, ToolResultAction,
+    ToolResultHookResult, TurnCompletionAction, TurnCompletionHookResult,
+)
+from .spi import SLOT_RESULT_TYPES, HookSlot
+
+__all__ = ["HookPipeline", "Emit", "jsonable"]
+
+Emit = Callable[[str, Callable[[], dict[str, Any]]], None]
+"""``emit(event_type, payload_factory)``: the factory is called only if someone listens."""
+
+_FAILED = object()
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready form of a hook value, for ``hook.decision`` payloads."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_defaults=True)
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
+
+
+class HookPipeline:
+    """Executes registered hooks for each slot. Built by the runtime around its registry."""
+
+    def __init__(self, registry: HookRegistry, emit: Emit | None = None) -> None:
+        self.registry = registry
+        self._emit = emit or (lambda _type, _payload: None)
+
+    def has(self, slot: HookSlot) -> bool:
+        """True if any hook acts in ``slot`` (lets the runtime skip building contexts)."""
+        return bool(self.registry.for_slot(slot))
+
+    # -- one hook call, isolated ----------------------------------------------------
+
+    async def _call(self, entry: HookEntry, slot: HookSlot, ctx: Any) -> Any:
+        """Call one hook; returns its result, ``None`` (proceed) or ``_FAILED``.
+
+        On failure a diagnostic is published; with ``fail_closed`` an ``abort`` result of
+        the slot's type is returned instead of ``_FAILED``.
+        """
+        try:
+            call = entry.slots[slot](ctx)
+            if entry.timeout is not None:
+                result = await asyncio.wait_for(call, entry.timeout)
+            else:
+                result = await call
+        except asyncio.CancelledError:
+            raise
+        except TimeoutError:
+            return self._failure(entry, slot, "timeout", f"did not finish within {entry.timeout:g} s")
+        except Exception as exc:  # fail-open by default: seed 004 §6
+            return self._failure(entry, slot, "exception", f"{type(exc).__name__}: {exc}")
+        expected = SLOT_RESULT_TYPES[slot]
+        if result is None or expected is None or isinstance(result, expected):
+            return result
+        return self._failure(entry, slot, "invalid_result",
+                             f"returned {type(result).__name__}; expected {expected.__name__} or None")
+
+    def _failure(self, entry: HookEntry, slot: HookSlot, kind: str, message: str) -> Any:
+        self._emit(EventTypes.HOOK_DIAGNOSTIC, lambda: {
+            "slot": slot.value, "hook": entry.name, "kind": kind, "message": message,
+            "fail_closed": entry.fail_closed})
+        if entry.fail_closed and SLOT_RESULT_TYPES[slot] is not None:
+            error = ArkError(ErrorLayer.SECURITY, ErrorCode.HOOK_ABORT,
+                             f"hook {entry.name!r} failed in {slot.value} ({kind}: {message}) and is fail-closed")
+            return SLOT_RESULT_TYPES[slot].abort(error.message, error).by(entry.name)
+        return _FAILED
+
+    def _decision(self, slot: HookSlot, hook: str, action: str, reason: str | None,
+                  before: Any, after: Any, **extra: Any) -> None:
+        self._emit(EventTypes.HOOK_DECISION, lambda: {
+            "slot": slot.value, "hook": hook, "action": action, "reason": reason,
+            "before": jsonable(before), "after": jsonable(after), **extra})
+
+    # -- decision slots -------------------------------------------------------------
+
+    async def before_run(self, ctx: BeforeRunHookContext) -> BeforeRunHookResult:
+        """Rewrite or abort the run's input."""
+        value = ctx.input
+        for entry in self.registry.for_slot(HookSlot.BEFORE_RUN):
+            result = await self._call(entry, HookSlot.BEFORE_RUN, ctx.copy_with(input=value))
+            if result is None or result is _FAILED:
+                continue
+            if result.action is BeforeRunAction.ABORT:
+                self._decision(HookSlot.BEFORE_RUN, entry.name, "abort", result.reason, value, None)
+                return result.by(entry.name)
+            if result.input is not None and result.input != value:
+                self._decision(HookSlot.BEFORE_RUN, entry.name, "rewrite", result.reason, value, result.input)
+                value = result.input
+        return BeforeRunHookResult.proceed(value)
+
+    async def before_model_call(self, ctx: ModelCallHookContext) -> ModelCallHookResult:
+        """Rewrite the request, answer without the model (``respond``) or abort."""
+        request = ctx.request
+        for entry in self.registry.for_slot(HookSlot.BEFORE_MODEL_CALL):
+            result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, ctx.copy_with(request=request))
+            if result is None or result is _FAILED:
+                continue
+            if result.action is ModelCallAction.RESPOND:
+                self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "respond", result.reason,
+                               None, result.response)
+                return result.by(entry.name)
+            if result.action is ModelCallAction.ABORT:
+                self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "abort", result.reason, None, None)
+                return result.by(entry.name)
+            if result.request is not None and result.request != request:
+                self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "rewrite", result.reason,
+                               _request_summary(request), _request_summary(result.request))
+                request = result.request
+        return ModelCallHookResult.proceed(request)
+
+    async def on_model_chunk(self, ctx: ModelChunkHookContext) -> ModelChunkHookResult:
+        """Rewrite, drop, hold back or abort one streamed chunk."""
+        text, reasoning = ctx.text, ctx.reasoning
+        for entry in self.registry.for_slot(HookSlot.ON_MODEL_CHUNK):
+            result = await self._call(entry, HookSlot.ON_MODEL_CHUNK,
+                                      ctx.copy_with(text=text, reasoning=reasoning))
+            if result is None or result is _FAILED:
+                continue
+            action = result.action
+            if action is ModelChunkAction.HOLD and ctx.final:
+                # Nothing follows the final flush to join with: holding it would lose it.
+                continue
+            if action is not ModelChunkAction.PROCEED:
+                self._decision(HookSlot.ON_MODEL_CHUNK, entry.name, action.value, result.reason,
+                               {"text": text, "reasoning": reasoning}, None, index=ctx.index)
+                return result.by(entry.name)
+            new_text = text if result.text is None else result.text
+            new_reasoning = reasoning if result.reasoning is None else result.reasoning
+            if new_text != text or new_reasoning != reasoning:
+                self._decision(HookSlot.ON_MODEL_CHUNK, entry.name, "rewrite", result.reason,
+                               {"text": text, "reasoning": reasoning},
+                               {"text": new_text, "reasoning": new_reasoning}, index=ctx.index)
+                text, reasoning = new_text, new_reasoning
+        return ModelChunkHookResult.proceed(text, reasoning)
+
+    async def after_model_call(self, ctx: ModelResponseHookContext) -> ModelResponseHookResult:
+        """Rewrite the response, ask for a retry, or abort."""
+        response = ctx.response
+        for entry in self.registry.for_slot(HookSlot.AFTER_MODEL_CALL):
+            result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, ctx.copy_with(response=response))
+            if result is None or result is _FAILED:
+                continue
+            if result.action is not ModelResponseAction.PROCEED:
+                self._decision(HookSlot.AFTER_MODEL_CALL, entry.name, result.action.value, result.reason,
+                               response.message if response else None, None)
+                return result.by(entry.name)
+            if result.response is not None and result.response != response:
+                self._decision(HookSlot.AFTER_MODEL_CALL, entry.name, "rewrite", result.reason,
+                               response.message if response else None, result.response.message)
+                response = result.response
+        return ModelResponseHookResult.proceed(response)
+
+    async def before_tool_call(self, ctx: ToolCallHookContext) -> ToolCallHookResult:
+        """Rewrite (keeping the call id), deny with a synthetic result, defer, or abort."""
+        call = ctx.call
+        original_id = call.id
+        for entry in self.registry.for_slot(HookSlot.BEFORE_TOOL_CALL):
+            result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, ctx.copy_with(call=call))
+            if result is None or result is _FAILED:
+                continue
+            if result.action is not ToolCallAction.PROCEED:
+                self._decision(HookSlot.BEFORE_TOOL_CALL, entry.name, result.action.value, result.reason,
+                               call, result.synthetic_result, call_id=original_id)
+                return result.by(entry.name)
+            if result.call is not None and result.call != call:
+                new_call = result.call
+                if new_call.id != original_id:
+                    # Seed 000 §5.3: a rewrite may change name and arguments, never the id.
+                    new_call = new_call.model_copy(update={"id": original_id})
+                self._decision(HookSlot.BEFORE_TOOL_CALL, entry.name, "rewrite", result.reason,
+                               call, new_call, call_id=original_id)
+                call = new_call
+        return ToolCallHookResult.proceed(call)
+
+    async def after_tool_call(self, ctx: ToolResultHookContext) -> ToolResultHookResult:
+        """Rewrite the result, inject messages (accumulated), stop after the batch, or abort."""
+        tool_result = ctx.result
+        injected: list = []
+        for entry in self.registry.for_slot(HookSlot.AFTER_TOOL_CALL):
+            result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, ctx.copy_with(result=tool_result))
+            if result is None or result is _FAILED:
+                continue
+            if result.action is ToolResultAction.ABORT:
+                self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "abort", result.reason,
+                               tool_result, None, call_id=ctx.call.id)
+                return result.by(entry.name)
+            if result.result is not None and result.result != tool_result:
+                self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "rewrite", result.reason,
+                               tool_result, result.result, call_id=ctx.call.id)
+                tool_result = result.result
+            if result.injected_messages:
+                self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "inject", result.reason,
+                               None, result.injected_messages, call_id=ctx.call.id)
+                injected.extend(result.injected_messages)
+            if result.action is ToolResultAction.STOP:
+                self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "stop", result.reason,
+                               None, None, call_id=ctx.call.id)
+                # Seed 000 §5.4: stop keeps the messages injected so far.
+                return ToolResultHookResult.stop(tool_result, injected, result.reason).by(entry.name)
+        return ToolResultHookResult.proceed(tool_result, injected)
+
+    async def on_turn_completion(self, ctx: TurnCompletionHookContext) -> TurnCompletionHookResult:
+        """Accept the turn, ask for another one, or abort."""
+        for entry in self.registry.for_slot(HookSlot.ON_TURN_COMPLETION):
+            result = await self._call(entry, HookSlot.ON_TURN_COMPLETION, ctx)
+            if result is None or result is _FAILED or result.action is TurnCompletionAction.ACCEPT:
+                continue
+            self._decision(HookSlot.ON_TURN_COMPLETION, entry.name, result.action.value, result.reason,
+                           None, result.messages or None)
+            return result.by(entry.name)
+        return TurnCompletionHookResult.accept()
+
+    async def before_persist_state(self, ctx: StatePersistenceHookContext) -> StatePersistenceHookResult:
+        """Proceed, skip (only when not mandatory) or abort a save."""
+        for entry in self.registry.for_slot(HookSlot.BEFORE_PERSIST_STATE):
+            result = await self._call(entry, HookSlot.BEFORE_PERSIST_STATE, ctx)
+            if result is None or result is _FAILED or result.action is PersistAction.PROCEED:
+                continue
+            if result.action is PersistAction.SKIP and ctx.mandatory:
+                # Seed 000 §9.2: a mandatory write ignores skip (but not abort).
+                self._decision(HookSlot.BEFORE_PERSIST_STATE, entry.name, "skip", result.reason,
+                               None, None, ignored=True, save_reason=ctx.reason)
+                continue
+            self._decision(HookSlot.BEFORE_PERSIST_STATE, entry.name, result.action.value, result.reason,
+                           None, None, ignored=False, save_reason=ctx.reason)
+            return result.by(entry.name)
+        return StatePersistenceHookResult.proceed()
+
+    # -- observer slots -------------------------------------------------------------
+
+    async def after_persist_state(self, ctx: StatePersistenceHookContext) -> None:
+        """Tell observers a save happened; their failures become diagnostics."""
+        for entry in self.registry.for_slot(HookSlot.AFTER_PERSIST_STATE):
+            await self._call(entry, HookSlot.AFTER_PERSIST_STATE, ctx)
+
+    async def after_run(self, ctx: AfterRunHookContext) -> list[str]:
+        """Tell observers the run ended; returns the names of hooks that failed (each also published)."""
+        diagnostics: list[str] = []
+        for entry in self.registry.for_slot(HookSlot.AFTER_RUN):
+            if await self._call(entry, HookSlot.AFTER_RUN, ctx) is _FAILED:
+                diagnostics.append(entry.name)
+        return diagnostics
+
+
+def _request_summary(request: Any) -> Any:
+    if request is None:
+        return None
+    return {"messages": jsonable(request.messages), "tools": [t.name for t in request.tools],
+            "config": jsonable(request.config)}

@@ -1,0 +1,268 @@
+"""Hook results: what a decision hook returns, built only through factories (seed 000 §4).
+
+Each slot has its own result class with an action enum. Returning ``None`` from a
+notebook function hook means "proceed unchanged".
+
+Example:
+    >>> r = ToolCallHookResult.deny(ToolResult.from_text("refused", is_error=True), "policy")
+    >>> r.action, r.reason
+    (<ToolCallAction.DENY: 'deny'>, 'policy')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Iterable
+
+from ..domain import AgentMessage, ArkError, ModelRequest, ModelResponse, ToolCall, ToolResult
+
+__all__ = [
+    "BeforeRunAction", "BeforeRunHookResult", "ModelCallAction", "ModelCallHookResult",
+    "ModelChunkAction", "ModelChunkHookResult", "ModelResponseAction", "ModelResponseHookResult",
+    "PersistAction", "StatePersistenceHookResult", "ToolCallAction", "ToolCallHookResult",
+    "ToolResultAction", "ToolResultHookResult", "TurnCompletionAction", "TurnCompletionHookResult",
+]
+
+_FACTORY = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    action: Any
+    reason: str | None = None
+    error: ArkError | None = None
+    hook: str | None = None
+    """The hook whose decision this is (set by the pipeline)."""
+    _token: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._token is not _FACTORY:
+            raise TypeError(f"build {type(self).__name__} with its factory classmethods "
+                            f"(e.g. {type(self).__name__}.proceed(...)), not the constructor")
+
+    def by(self, hook: str):
+        """A copy attributed to ``hook`` (used by the pipeline)."""
+        return dataclasses.replace(self, hook=hook)
+
+    @property
+    def short_circuits(self) -> bool:
+        """True if this outcome stops the later hooks of the slot."""
+        return self.action not in _CONTINUING
+
+
+class BeforeRunAction(StrEnum):
+    PROCEED = "proceed"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class BeforeRunHookResult(_Result):
+    """``proceed(input)`` (optionally rewritten) or ``abort``."""
+
+    input: tuple[AgentMessage, ...] | None = None
+
+    @classmethod
+    def proceed(cls, input: Iterable[AgentMessage] | None = None) -> BeforeRunHookResult:
+        return cls(BeforeRunAction.PROCEED, input=None if input is None else tuple(input), _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> BeforeRunHookResult:
+        return cls(BeforeRunAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+class ModelCallAction(StrEnum):
+    PROCEED = "proceed"
+    RESPOND = "respond"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallHookResult(_Result):
+    """``proceed(request)``, ``respond(response)`` (skip the model), or ``abort``."""
+
+    request: ModelRequest | None = None
+    response: ModelResponse | None = None
+
+    @classmethod
+    def proceed(cls, request: ModelRequest | None = None) -> ModelCallHookResult:
+        return cls(ModelCallAction.PROCEED, request=request, _token=_FACTORY)
+
+    @classmethod
+    def respond(cls, response: ModelResponse, reason: str | None = None) -> ModelCallHookResult:
+        if not isinstance(response, ModelResponse):
+            raise TypeError(f"respond() expects a ModelResponse, got {type(response).__name__}")
+        return cls(ModelCallAction.RESPOND, response=response, reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> ModelCallHookResult:
+        return cls(ModelCallAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+class ModelChunkAction(StrEnum):
+    PROCEED = "proceed"
+    DROP = "drop"
+    HOLD = "hold"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChunkHookResult(_Result):
+    """``proceed(text, reasoning)``, ``drop``, ``hold`` (re-offer joined with the next chunk), or ``abort``."""
+
+    text: str | None = None
+    reasoning: str | None = None
+
+    @classmethod
+    def proceed(cls, text: str | None = None, reasoning: str | None = None) -> ModelChunkHookResult:
+        return cls(ModelChunkAction.PROCEED, text=text, reasoning=reasoning, _token=_FACTORY)
+
+    @classmethod
+    def drop(cls, reason: str | None = None) -> ModelChunkHookResult:
+        return cls(ModelChunkAction.DROP, reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def hold(cls, reason: str | None = None) -> ModelChunkHookResult:
+        return cls(ModelChunkAction.HOLD, reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> ModelChunkHookResult:
+        return cls(ModelChunkAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+class ModelResponseAction(StrEnum):
+    PROCEED = "proceed"
+    RETRY = "retry"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponseHookResult(_Result):
+    """``proceed(response)``, ``retry`` (call the model again, bounded), or ``abort``."""
+
+    response: ModelResponse | None = None
+
+    @classmethod
+    def proceed(cls, response: ModelResponse | None = None) -> ModelResponseHookResult:
+        return cls(ModelResponseAction.PROCEED, response=response, _token=_FACTORY)
+
+    @classmethod
+    def retry(cls, reason: str | None = None) -> ModelResponseHookResult:
+        return cls(ModelResponseAction.RETRY, reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> ModelResponseHookResult:
+        return cls(ModelResponseAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+class ToolCallAction(StrEnum):
+    PROCEED = "proceed"
+    DENY = "deny"
+    DEFER = "defer"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallHookResult(_Result):
+    """``proceed(call)``, ``deny(synthetic_result, reason)``, ``defer(reason)`` (ask a human), or ``abort``."""
+
+    call: ToolCall | None = None
+    synthetic_result: ToolResult | None = None
+
+    @classmethod
+    def proceed(cls, call: ToolCall | None = None) -> ToolCallHookResult:
+        return cls(ToolCallAction.PROCEED, call=call, _token=_FACTORY)
+
+    @classmethod
+    def deny(cls, synthetic_result: ToolResult | None = None, reason: str | None = None) -> ToolCallHookResult:
+        return cls(ToolCallAction.DENY, synthetic_result=synthetic_result, reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def defer(cls, reason: str | None = None) -> ToolCallHookResult:
+        return cls(ToolCallAction.DEFER, reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> ToolCallHookResult:
+        return cls(ToolCallAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+class ToolResultAction(StrEnum):
+    PROCEED = "proceed"
+    STOP = "stop"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultHookResult(_Result):
+    """``proceed(result, injected_messages)``, ``stop(...)`` (end after this batch), or ``abort``."""
+
+    result: ToolResult | None = None
+    injected_messages: tuple[AgentMessage, ...] = ()
+
+    @classmethod
+    def proceed(cls, result: ToolResult | None = None,
+                injected_messages: Iterable[AgentMessage] = ()) -> ToolResultHookResult:
+        return cls(ToolResultAction.PROCEED, result=result, injected_messages=tuple(injected_messages),
+                   _token=_FACTORY)
+
+    @classmethod
+    def stop(cls, result: ToolResult | None = None, injected_messages: Iterable[AgentMessage] = (),
+             reason: str | None = None) -> ToolResultHookResult:
+        return cls(ToolResultAction.STOP, result=result, injected_messages=tuple(injected_messages),
+                   reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> ToolResultHookResult:
+        return cls(ToolResultAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+class TurnCompletionAction(StrEnum):
+    ACCEPT = "accept"
+    CONTINUE_RUN = "continue_run"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCompletionHookResult(_Result):
+    """``accept``, ``continue_run(messages)`` (another turn even without tool calls), or ``abort``."""
+
+    messages: tuple[AgentMessage, ...] = ()
+
+    @classmethod
+    def accept(cls) -> TurnCompletionHookResult:
+        return cls(TurnCompletionAction.ACCEPT, _token=_FACTORY)
+
+    @classmethod
+    def continue_run(cls, messages: Iterable[AgentMessage] = (), reason: str | None = None) -> TurnCompletionHookResult:
+        return cls(TurnCompletionAction.CONTINUE_RUN, messages=tuple(messages), reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> TurnCompletionHookResult:
+        return cls(TurnCompletionAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+class PersistAction(StrEnum):
+    PROCEED = "proceed"
+    SKIP = "skip"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class StatePersistenceHookResult(_Result):
+    """``proceed``, ``skip`` (ignored for mandatory saves), or ``abort``."""
+
+    @classmethod
+    def proceed(cls) -> StatePersistenceHookResult:
+        return cls(PersistAction.PROCEED, _token=_FACTORY)
+
+    @classmethod
+    def skip(cls, reason: str | None = None) -> StatePersistenceHookResult:
+        return cls(PersistAction.SKIP, reason=reason, _token=_FACTORY)
+
+    @classmethod
+    def abort(cls, reason: str | None = None, error: ArkError | None = None) -> StatePersistenceHookResult:
+        return cls(PersistAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+
+_CONTINUING = frozenset({"proceed", "accept"})
