@@ -1,0 +1,127 @@
+"""The saved state of one agent session.
+
+:class:`AgentState` is frozen. The runtime never edits it in place: it builds the next
+state with ``state.model_copy(update=...)``. Its collections are tuples of frozen
+values, so a new state shares structure with the old one and a hook can keep the state
+it was given as a snapshot at no cost (DESIGN §5).
+
+It never holds clients, tools, hooks, listeners, tokens or secrets: only what is
+needed to show and resume a session (DESIGN §8).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLayer, Usage
+
+from .approvals import PendingApprovalBatch
+from .migrations import SCHEMA_VERSION, migrate
+
+__all__ = ["SCHEMA_VERSION", "AgentState"]
+
+
+class AgentState(BaseModel):
+    """Everything a session needs to be shown again and resumed.
+
+    Attributes:
+        schema_version: format version (see :mod:`arknb.state.migrations`).
+        session_id: the session this state belongs to.
+        history: the conversation, oldest first.
+        usages: token usage of every model call, in order.
+        metadata: JSON-ready values owned by the application (never secrets).
+        is_running: a resumable run exists; it never means a connection is alive
+            (seed 003 §4.3).
+        total_loop_count: model turns over the session's life.
+        current_loop_count: model turns of the current run.
+        last_error: the error that ended the last run, if any.
+        pending_approval: the frozen tool batch waiting for decisions (seed 000 §8.2).
+        not_resumable: a terminal save failed; this state must not be resumed.
+        current_run_id: the run in progress or suspended.
+        last_stop_reason: how the last run ended (a ``StopReason`` value).
+        event_sequence: the last event sequence number used, so a resumed run continues it.
+        pending_decision: reserved for loop escalation.
+        updated_at: when this state was built (seconds since the epoch).
+
+    Example:
+        >>> state = AgentState(session_id="demo")
+        >>> AgentState.from_json(state.to_json()) == state
+        True
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    session_id: str = Field(min_length=1)
+    history: tuple[AgentMessage, ...] = ()
+    usages: tuple[Usage, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    is_running: bool = False
+    total_loop_count: int = Field(default=0, ge=0)
+    current_loop_count: int = Field(default=0, ge=0)
+    last_error: ErrorInfo | None = None
+    pending_approval: PendingApprovalBatch | None = None
+    not_resumable: bool = False
+    current_run_id: str | None = None
+    last_stop_reason: str | None = None
+    event_sequence: int = Field(default=0, ge=0)
+    pending_decision: dict[str, Any] | None = None
+    updated_at: float = 0.0
+
+    @property
+    def total_usage(self) -> Usage:
+        """The sum of :attr:`usages`."""
+        total = Usage()
+        for usage in self.usages:
+            total = total + usage
+        return total
+
+    def to_json(self) -> str:
+        """The JSON document storage backends write."""
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "<memory>") -> AgentState:
+        """Parse a saved document, migrating older schema versions first.
+
+        Args:
+            text: the JSON document.
+            source: where it came from (file path, session); named in every error.
+
+        Raises:
+            ArkError: ``state_corrupt`` (storage) if the text is not a valid state
+                document; ``state_version_unsupported`` (storage) if it comes from a
+                newer arknb. Either way nothing is half-read.
+        """
+        try:
+            doc = json.loads(text)
+        except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise _corrupt(source, f"not valid JSON ({exc})") from None
+        if not isinstance(doc, dict):
+            raise _corrupt(source, f"expected a JSON object, got {type(doc).__name__}")
+        doc = migrate(doc, source=source)
+        try:
+            return cls.model_validate(doc)
+        except ValidationError as exc:
+            raise _corrupt(source, _describe(exc)) from None
+
+
+def _corrupt(source: str, detail: str) -> ArkError:
+    return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                    f"saved state from {source} is corrupt: {detail}")
+
+
+def _describe(exc: ValidationError) -> str:
+    # Locations and messages only: pydantic's own text quotes the input values, and a
+    # corrupt document may hold anything, secrets included.
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False)[:5]:
+        location = ".".join(str(part) for part in error["loc"]) or "<document>"
+        problems.append(f"{location}: {error['msg']}")
+    more = exc.error_count() - len(problems)
+    if more > 0:
+        problems.append(f"and {more} more")
+    return "; ".join(problems)
