@@ -1,0 +1,383 @@
+"""``OpenAICompatibleClient``: the streaming Chat Completions client over httpx (DESIGN §9).
+
+One ``stream()`` call is one model call: ``model_start``, then deltas as they arrive,
+``usage``, and exactly one ``model_complete`` with the whole response; or it raises
+:class:`ArkError`. Failures before any output are retried per :class:`RetryPolicy`,
+each retry announced by a ``retry`` event. Closing the generator (``aclose()``) or
+firing the ``cancel`` token closes the HTTP response at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any, AsyncIterator, Callable, Coroutine, Mapping, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from ...domain import (
+    ArkError, CancellationToken, ErrorLayer, ModelComplete, ModelRequest, ModelResponse, ModelStart, Retryability,
+    RetryNotice, StreamingEvent,
+)
+from .assembler import StreamAssembler
+from .errors import error_from_envelope, error_from_status, retry_after_seconds
+from .profiles import ProviderProfile, is_loopback_host
+from .retry import RetryPolicy, Timeouts
+from .secrets import ApiKey, ApiKeySource, from_env
+from .sse import DONE, iter_chunks
+from .wire import build_body
+
+__all__ = ["OpenAICompatibleClient"]
+
+_log = logging.getLogger("arknb.providers.openai_compat")
+_T = TypeVar("_T")
+_USER_AGENT = "arknb/0.1 (OpenAI-compatible)"
+_MAX_ERROR_BODY = 64 * 1024
+_DRAIN_TIMEOUT = 2.0
+
+
+class _Guard:
+    """Runs one awaitable at a time under a time limit and the cancel token.
+
+    When the token fires during such an await, the current task is cancelled and the
+    ``CancelledError`` is turned back into ``ArkError(cancelled)`` right there (like
+    ``asyncio.timeout`` does), so no task or future is created per streamed event.
+    """
+
+    __slots__ = ("_token", "_task", "_waiting", "_fired")
+
+    def __init__(self, token: CancellationToken | None) -> None:
+        self._token = token
+        self._task: asyncio.Task | None = None
+        self._waiting = False
+        self._fired = False
+        if token is not None:
+            token.on_cancel(self._on_cancel)
+
+    def _on_cancel(self) -> None:
+        if self._waiting and self._task is not None and not self._fired:
+            self._fired = True
+            self._task.cancel()
+
+    def check(self) -> None:
+        if self._token is not None and self._token.cancelled:
+            raise self._token.error()
+
+    async def run(self, awaitable: Coroutine[Any, Any, _T], limit: float | None) -> _T:
+        if self._token is not None and self._token.cancelled:
+            awaitable.close()
+            raise self._token.error()
+        self._task = asyncio.current_task()
+        self._waiting = True
+        try:
+            if limit is None:
+                return await awaitable
+            async with asyncio.timeout(max(limit, 0.0)):
+                return await awaitable
+        except asyncio.CancelledError:
+            if self._fired:
+                self._fired = False
+                self._task.uncancel()
+                raise self._token.error() from None
+            raise
+        finally:
+            self._waiting = False
+
+    def release(self) -> None:
+        self._task = None
+        self._waiting = False
+
+
+class _Failed(Exception):
+    """An attempt failed with ``error``; ``retry_after`` is what the server asked for."""
+
+    def __init__(self, error: ArkError, retry_after: float | None = None, should_retry: bool | None = None):
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after = retry_after
+        self.should_retry = should_retry
+
+
+class OpenAICompatibleClient:
+    """An :class:`~arknb.providers.LLMClient` for any OpenAI-compatible ``/chat/completions``.
+
+    Args:
+        profile: the service (:func:`openai`, :func:`deepseek`, :func:`zhipu`, :func:`local`).
+        api_key: a ``str``, ``SecretStr`` or (async) callable returning one, called
+            before each request. ``None`` reads ``profile.api_key_env`` at request time.
+        model: the default model name; a non-empty ``ModelConfig.model`` overrides it.
+        http_client: an ``httpx.AsyncClient`` to use (you close it); by default the
+            client creates its own and closes it in :meth:`aclose`.
+        timeout: a :class:`Timeouts`, or a number of seconds for the total timeout.
+        retry: a :class:`RetryPolicy` (``RetryPolicy(max_retries=0)`` disables retries).
+        headers: extra headers for every request.
+
+    Example:
+        >>> import arknb.providers.openai_compat as oc
+        >>> client = oc.OpenAICompatibleClient(oc.local(), model="qwen3:0.6b")
+        >>> client
+        OpenAICompatibleClient(provider='local', model='qwen3:0.6b', url='http://localhost:11434/v1/chat/completions')
+    """
+
+    def __init__(self, profile: ProviderProfile, *, api_key: ApiKeySource | None = None, model: str = "",
+                 http_client: httpx.AsyncClient | None = None, timeout: Timeouts | float | None = None,
+                 retry: RetryPolicy | None = None, headers: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not isinstance(profile, ProviderProfile):
+            raise ArkError(ErrorLayer.CONFIG, "invalid_argument",
+                           f"profile must be a ProviderProfile (e.g. openai_compat.deepseek()), "
+                           f"got {type(profile).__name__}")
+        if api_key is None and profile.api_key_env and profile.requires_api_key:
+            import os
+            if not os.environ.get(profile.api_key_env):
+                raise ArkError(ErrorLayer.CONFIG, "api_key_missing",
+                               f"no api_key given and {profile.api_key_env} is not set")
+            api_key = from_env(profile.api_key_env)
+        self._profile = profile
+        self._key = ApiKey(api_key)
+        self._model = model
+        if isinstance(timeout, (int, float)):
+            timeout = Timeouts(total=float(timeout))
+        self._timeouts = timeout or Timeouts()
+        self._retry = retry or RetryPolicy()
+        self._headers = dict(headers or {})
+        if any(k.lower() == "authorization" for k in self._headers):
+            raise ArkError(ErrorLayer.CONFIG, "invalid_argument",
+                           "pass the key as api_key=, not as an Authorization header")
+        self._clock = clock
+        self._owns_client = http_client is None
+        if http_client is None:
+            # A loopback server is never reached through a proxy from the environment.
+            loopback = is_loopback_host(urlsplit(profile.chat_url).hostname)
+            http_client = httpx.AsyncClient(follow_redirects=False, trust_env=not loopback)
+        self._http = http_client
+        t = self._timeouts
+        # Reads are limited by first_output / idle below, not by httpx.
+        self._http_timeout = httpx.Timeout(connect=t.connect, read=None, write=t.connect, pool=t.connect)
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The service profile."""
+        return self._profile
+
+    @property
+    def model(self) -> str:
+        """The default model name."""
+        return self._model
+
+    def __repr__(self) -> str:
+        return (f"OpenAICompatibleClient(provider={self._profile.provider_id!r}, model={self._model!r}, "
+                f"url={self._profile.chat_url!r})")
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this object created it."""
+        if self._owns_client:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> OpenAICompatibleClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def generate(self, request: ModelRequest, *, cancel: CancellationToken | None = None) -> ModelResponse:
+        """The complete response (the call is still streamed, so timeouts and cancel apply)."""
+        stream = self.stream(request, cancel=cancel)
+        try:
+            async for event in stream:
+                if event.type == "model_complete":
+                    return event.response
+        finally:
+            await stream.aclose()
+        raise ArkError(ErrorLayer.PROVIDER, "provider_stream_incomplete", "the stream ended without a response")
+
+    # -- the call --------------------------------------------------------------------------
+
+    def _limit(self, phase: float | None, deadline: float | None) -> tuple[float | None, bool]:
+        """(seconds, is_total) for the next await: the phase limit or what is left of the total."""
+        if deadline is None:
+            return phase, False
+        remaining = deadline - self._clock()
+        if phase is None or remaining <= phase:
+            return remaining, True
+        return phase, False
+
+    def _timeout_error(self, what: str, is_total: bool) -> ArkError:
+        limit = self._timeouts.idle if what == "event" else self._timeouts.first_output
+        if is_total or limit is None:
+            return ArkError(ErrorLayer.TRANSPORT, "provider_timeout",
+                            f"{self._profile.provider_id}: total timeout of {self._timeouts.total:g}s exceeded",
+                            Retryability.NEVER)
+        return ArkError(ErrorLayer.TRANSPORT, "provider_timeout",
+                        f"{self._profile.provider_id}: no {what} within {limit:g}s"
+                        + (" (first-output timeout)" if what != "event" else " (idle timeout)"), Retryability.SAFE)
+
+    async def _io(self, guard: _Guard, awaitable: Coroutine[Any, Any, _T], what: str, phase: float | None,
+                  deadline: float | None) -> _T:
+        limit, is_total = self._limit(phase, deadline)
+        try:
+            return await guard.run(awaitable, limit)
+        except TimeoutError:
+            raise _Failed(self._timeout_error(what, is_total)) from None
+        except httpx.TimeoutException:
+            raise _Failed(self._timeout_error(what, False)) from None
+        except httpx.HTTPError as exc:
+            # The exception text holds the URL at most, never headers; redact anyway.
+            raise _Failed(ArkError(ErrorLayer.TRANSPORT, "provider_connection_error",
+                                   f"{self._profile.provider_id}: {type(exc).__name__}: "
+                                   f"{self._key.redact(str(exc)) or 'connection failed'}",
+                                   Retryability.SAFE)) from None
+
+    async def _request(self, content: bytes) -> httpx.Request:
+        headers = {"Accept": "text/event-stream", "Content-Type": "application/json",
+                   "User-Agent": _USER_AGENT, **self._profile.default_headers, **self._headers}
+        key = await self._key.get()
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        return self._http.build_request("POST", self._profile.chat_url, content=content, headers=headers,
+                                        timeout=self._http_timeout)
+
+    async def _status_failure(self, response: httpx.Response, guard: _Guard, deadline: float | None) -> _Failed:
+        body = bytearray()
+
+        async def read() -> None:
+            async for piece in response.aiter_bytes():
+                body.extend(piece)
+                if len(body) >= _MAX_ERROR_BODY:
+                    break
+        try:
+            await self._io(guard, read(), "error body", self._timeouts.idle, deadline)
+        except _Failed:
+            pass  # the status alone is enough to classify the failure
+        error = error_from_status(response.status_code, bytes(body), provider=self._profile.provider_id,
+                                  redact=self._key.redact)
+        should = response.headers.get("x-should-retry")
+        return _Failed(error, retry_after_seconds(response.headers),
+                       None if should is None else should.lower() == "true")
+
+    async def stream(self, request: ModelRequest, *,
+                     cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:
+        """Stream one model call; see the module docstring for the event order."""
+        profile = self._profile
+        # Config errors (unconsumed extension, missing model, unsupported content)
+        # surface here, before any request is made.
+        body = build_body(request, profile, request.config.model or self._model)
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        yield ModelStart.model_construct(model=body["model"])
+
+        timeouts, policy = self._timeouts, self._retry
+        deadline = None if timeouts.total is None else self._clock() + timeouts.total
+        guard = _Guard(cancel)
+        attempt = 0
+        try:
+            while True:
+                guard.check()
+                attempt += 1
+                assembler = StreamAssembler(think_tags=profile.think_tags, provider=profile.provider_id)
+                try:
+                    http_request = await self._request(content)
+                    _log.debug("POST %s model=%s attempt=%d", profile.chat_url, body["model"], attempt)
+                    # The first-output limit runs from sending the request to the first event.
+                    first = None if timeouts.first_output is None else self._clock() + timeouts.first_output
+
+                    def first_left() -> float | None:
+                        return None if first is None else first - self._clock()
+
+                    response = await self._io(
+                        guard, self._http.send(http_request, stream=True, follow_redirects=False),
+                        "output", first_left(), deadline)
+                    try:
+                        if response.status_code != 200:
+                            raise await self._status_failure(response, guard, deadline)
+                        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+                        if kind == "application/json":
+                            raw = await self._io(guard, response.aread(), "output", first_left(), deadline)
+                            chunks: AsyncIterator[Any] | None = None
+                            single = _json_body(raw, profile.provider_id, self._key.redact)
+                        elif kind == "text/event-stream":
+                            chunks, single = iter_chunks(response), None
+                        else:
+                            raise _Failed(ArkError(
+                                ErrorLayer.PROVIDER, "provider_bad_response",
+                                f"{profile.provider_id} answered with content-type {kind or 'none'!r}, "
+                                "expected text/event-stream", status_code=response.status_code))
+                        if single is not None:   # a server that ignored stream=true
+                            for event in assembler.feed(single):
+                                yield event
+                            done = True
+                        else:
+                            done = False
+                            try:
+                                started = False
+                                while True:
+                                    try:
+                                        chunk = await self._io(
+                                            guard, chunks.__anext__(), "event" if started else "output",
+                                            timeouts.idle if started else first_left(), deadline)
+                                    except StopAsyncIteration:
+                                        break
+                                    started = True
+                                    if chunk is DONE:
+                                        done = True
+                                        break
+                                    if isinstance(chunk, dict) and chunk.get("error"):
+                                        raise _Failed(error_from_envelope(chunk, provider=profile.provider_id,
+                                                                          redact=self._key.redact))
+                                    if isinstance(chunk, dict):
+                                        for event in assembler.feed(chunk):
+                                            yield event
+                                if done:   # let the connection go back to the pool
+                                    try:
+                                        await self._io(guard, chunks.__anext__(), "end", _DRAIN_TIMEOUT, None)
+                                    except (StopAsyncIteration, _Failed):
+                                        pass
+                            finally:
+                                await chunks.aclose()
+                        if not done:
+                            raise _Failed(ArkError(
+                                ErrorLayer.PROVIDER, "provider_stream_incomplete",
+                                f"{profile.provider_id} closed the stream before [DONE]; the partial answer "
+                                "was discarded", Retryability.SAFE))
+                        for event in assembler.flush():
+                            yield event
+                        result = assembler.finish()
+                    finally:
+                        await response.aclose()
+                except ArkError as error:
+                    failure = _Failed(error)
+                except _Failed as exc:
+                    failure = exc
+                else:
+                    yield ModelComplete.model_construct(response=result)
+                    return
+                error = failure.error
+                if error.layer is ErrorLayer.CANCELLED or assembler.output_started or failure.should_retry is False:
+                    raise error
+                delay = policy.delay(attempt, error, failure.retry_after)
+                if delay is None and failure.should_retry:
+                    delay = policy.delay(attempt, ArkError(error.layer, error.code, error.message,
+                                                           Retryability.SAFE), None)
+                if delay is None or (deadline is not None and self._clock() + delay >= deadline):
+                    raise error
+                _log.info("%s: %s; retry %d in %.2fs", profile.provider_id, error.code, attempt, delay)
+                yield RetryNotice.model_construct(attempt=attempt, delay=delay, error=error.info())
+                await guard.run(policy.sleep(delay), None)
+        finally:
+            guard.release()
+
+
+def _json_body(raw: bytes, provider: str, redact: Callable[[str], str]) -> dict[str, Any]:
+    """A whole (non-streamed) completion, or the error object some servers send with 200."""
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        raise _Failed(ArkError(ErrorLayer.DECODE, "provider_decode_error",
+                               f"{provider} sent a JSON content-type with a body that is not JSON")) from None
+    if not isinstance(payload, dict):
+        raise _Failed(ArkError(ErrorLayer.DECODE, "provider_decode_error", f"{provider} sent an unexpected body"))
+    if payload.get("error"):
+        raise _Failed(error_from_envelope(payload, provider=provider, redact=redact))
+    return payload

@@ -1,0 +1,137 @@
+"""Domain ↔ Chat Completions wire format (seed 003 §7.1).
+
+Requests: :func:`build_body` maps a :class:`ModelRequest` to the JSON body. Responses:
+:func:`map_finish_reason` and :func:`map_usage` read the pieces of a chunk; the
+chunk-by-chunk assembly lives in ``assembler.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...domain import (
+    AgentMessage, ArkError, ContentKind, ContentPart, ErrorLayer, FinishReason, ModelRequest, Role, Usage,
+)
+from .profiles import ProviderProfile
+
+__all__ = ["INTERRUPTED_FINISH_REASONS", "build_body", "map_finish_reason", "map_usage"]
+
+_FINISH = {
+    "stop": FinishReason.STOP,
+    "end_turn": FinishReason.STOP,
+    "eos": FinishReason.STOP,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "length": FinishReason.LENGTH,
+    "max_tokens": FinishReason.LENGTH,
+    "content_filter": FinishReason.CONTENT_FILTER,
+    "sensitive": FinishReason.CONTENT_FILTER,            # Zhipu
+    "network_error": FinishReason.ERROR,                 # Zhipu
+    "insufficient_system_resource": FinishReason.ERROR,  # DeepSeek
+}
+
+INTERRUPTED_FINISH_REASONS = frozenset({"network_error", "insufficient_system_resource", "error"})
+"""Finish reasons that mean the server broke off: the answer is incomplete, so the
+call fails with ``provider_interrupted`` rather than completing with partial text."""
+
+_TOOL_CHOICES = frozenset({"auto", "none", "required"})
+
+
+def map_finish_reason(value: Any) -> FinishReason | None:
+    """The domain finish reason for a wire value (``None`` if absent)."""
+    if value is None:
+        return None
+    return _FINISH.get(str(value), FinishReason.UNKNOWN)
+
+
+def map_usage(usage: dict[str, Any]) -> Usage:
+    """``Usage`` from an OpenAI-style usage object (DeepSeek and Zhipu extras included)."""
+    details_in = usage.get("prompt_tokens_details") or {}
+    details_out = usage.get("completion_tokens_details") or {}
+    cached = details_in.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0
+    return Usage.model_construct(
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        reasoning_tokens=int(details_out.get("reasoning_tokens") or 0),
+        cached_tokens=int(cached))
+
+
+def _image(part: ContentPart) -> dict[str, Any]:
+    url = part.url if part.url is not None else f"data:{part.mime_type};base64,{part.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _user_content(message: AgentMessage, profile: ProviderProfile) -> str | list[dict[str, Any]]:
+    parts = message.contents
+    if all(p.kind is ContentKind.TEXT for p in parts):
+        return message.text
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if part.kind is ContentKind.TEXT:
+            out.append({"type": "text", "text": part.text})
+        elif part.kind is ContentKind.IMAGE:
+            if not profile.capabilities.images:
+                raise ArkError(ErrorLayer.CONFIG, "unsupported_content",
+                               f"profile {profile.provider_id!r} does not accept image input")
+            out.append(_image(part))
+        else:
+            raise ArkError(ErrorLayer.CONFIG, "unsupported_content",
+                           f"profile {profile.provider_id!r} does not accept {part.kind.value} parts")
+    return out
+
+
+def _message(message: AgentMessage, profile: ProviderProfile) -> dict[str, Any]:
+    role = message.role
+    if role is Role.USER:
+        return {"role": "user", "content": _user_content(message, profile)}
+    if role is Role.SYSTEM:
+        return {"role": "system", "content": message.text}
+    if role is Role.TOOL:
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+    wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+            for c in message.tool_calls]
+    if profile.send_reasoning and message.reasoning:
+        wire["reasoning_content"] = message.reasoning_text
+    if wire["content"] is None and "tool_calls" not in wire:
+        wire["content"] = ""
+    return wire
+
+
+def build_body(request: ModelRequest, profile: ProviderProfile, model: str) -> dict[str, Any]:
+    """The ``/chat/completions`` body for ``request`` (always streamed).
+
+    Raises ``ArkError(config)`` before anything is sent for an extension the profile
+    does not consume or content it cannot carry.
+    """
+    config = request.config
+    extra = profile.extension_body(config.extensions)  # first: config errors before anything else
+    if not model:
+        raise ArkError(ErrorLayer.CONFIG, "model_missing",
+                       "no model name: pass model= to the client or set ModelConfig.model")
+    body: dict[str, Any] = {"model": model,
+                            "messages": [_message(m, profile) for m in request.messages],
+                            "stream": True}
+    if profile.stream_usage:
+        body["stream_options"] = {"include_usage": True}
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        body[profile.max_tokens_field] = config.max_tokens
+    if request.tools:
+        body["tools"] = [{"type": "function",
+                          "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                         for t in request.tools]
+        choice = config.tool_choice
+        if isinstance(choice, str) and choice not in _TOOL_CHOICES:
+            choice = {"type": "function", "function": {"name": choice}}
+        if choice is not None:
+            body["tool_choice"] = choice
+    for key, value in extra.items():
+        if key in body and key != "max_completion_tokens":
+            raise ArkError(ErrorLayer.CONFIG, "extension_not_supported",
+                           f"extension {key!r} would overwrite a field arknb sets itself")
+        body[key] = value
+    return body
