@@ -1,0 +1,53 @@
+"""The message protocol between the widgets' Python side and their front end.
+
+Durable state travels in synced traits; only batched deltas and one-off answers
+travel as custom messages. Every message is a dict with a ``type`` key; these are
+the names both sides use (``js/src/lib/protocol.js`` holds the same strings).
+
+Kernel -> browser (custom messages):
+
+* ``delta``: ``{"type": "delta", "ops": [[field, entry_id, start, end, text], ...]}``
+  appends ``text`` to ``entry[field]`` (``field`` is ``"text"`` or ``"reasoning"``).
+  ``start``/``end`` count code points since the entry began, so a view that missed a
+  delta sees a gap (``start`` past its own length) and asks for a ``hello`` resync,
+  and a repeated delta (``end`` not past its length) is skipped.
+* ``events``: ``{"type": "events", "start": n, "events": [...]}`` (timeline): event
+  dicts ``n, n+1, ...`` of the widget's log; the same offset rule applies.
+* ``action_result``: ``{"type": "action_result", "action", "request_id", "ok",
+  "error", "approval_id"?}`` answers one browser action.
+
+Browser -> kernel (typed actions):
+
+* ``{"type": "send", "text"}``, ``{"type": "approve", "approval_id"}``,
+  ``{"type": "deny", "approval_id", "reason"}``, ``{"type": "stop"}``,
+  ``{"type": "suspend"}``, ``{"type": "resume"}``: user actions (each may carry a
+  ``request_id`` that the ``action_result`` echoes).
+* ``{"type": "hello", "have": n}``: a view came up (or found a gap); the kernel
+  answers with a fresh snapshot trait (chat) or the events from ``have`` on (timeline).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Action", "Msg"]
+
+
+class Msg:
+    """Kernel -> browser custom message types."""
+
+    DELTA = "delta"
+    EVENTS = "events"
+    ACTION_RESULT = "action_result"
+
+
+class Action:
+    """Browser -> kernel message types."""
+
+    SEND = "send"
+    APPROVE = "approve"
+    DENY = "deny"
+    STOP = "stop"
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    HELLO = "hello"
+
+    USER_ACTIONS: frozenset[str] = frozenset({SEND, APPROVE, DENY, STOP, SUSPEND, RESUME})

@@ -1,0 +1,375 @@
+"""Folding agent events into the chat transcript the ChatWidget shows.
+
+The transcript is a list of entries (plain dicts, the same shape the front end
+renders), each with a stable ``id`` and a ``kind``:
+
+* ``user``: ``text``
+* ``assistant``: ``text``, ``reasoning``, ``streaming``, ``run_id``
+* ``tool``: ``call_id``, ``name``, ``arguments`` (JSON text), ``status`` (requested,
+  running, awaiting_approval, approved, done, error, denied), ``result``,
+  ``is_error``, ``duration_ms``, ``reason``
+* ``hook``: ``slot``, ``hook``, ``action``, ``reason``, ``before``, ``after``, ``count``
+* ``notice``: ``level`` (info, warn, error), ``text``
+
+Streamed text is kept apart from the entries while it arrives: ``chunk`` appends to
+a list (the per-chunk cost of a widget), :meth:`take_ops` turns what arrived since
+the last call into offset-stamped delta operations, and :meth:`snapshot` folds
+everything into a fresh copy of the entries. See ``_protocol`` for the offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ._payload import call_fields, error_text, jsonable, message_fields, result_fields
+
+__all__ = ["Transcript"]
+
+_TERMINAL_STATUS = {
+    "agent.success": "completed", "agent.error": "failed", "agent.cancelled": "cancelled",
+    "agent.aborted": "aborted",
+}
+
+
+class _Stream:
+    """One streamed field of one entry: ``text`` has been sent, ``parts`` not yet."""
+
+    __slots__ = ("entry", "field", "parts", "text", "dirty")
+
+    def __init__(self, entry: dict[str, Any], field: str) -> None:
+        self.entry = entry
+        self.field = field
+        self.parts: list[str] = []
+        self.text: str = entry.get(field, "")
+        self.dirty = False
+
+    def settle(self) -> str:
+        if self.parts:
+            self.text += "".join(self.parts)
+            self.parts.clear()
+        self.entry[self.field] = self.text
+        return self.text
+
+
+class Transcript:
+    """The chat transcript, built from events (and optionally a restored history).
+
+    Example:
+        >>> t = Transcript()
+        >>> _ = t.apply({"type": "agent.started", "run_id": "r1", "payload": {"input": ["hi"]}})
+        >>> _ = t.apply({"type": "llm.before", "run_id": "r1", "payload": {"turn": 1}})
+        >>> t.chunk("text", "Hel"); t.chunk("text", "lo")
+        >>> t.take_ops()
+        [['text', 'e2', 0, 5, 'Hello']]
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self._by_id: dict[str, dict[str, Any]] = {}
+        self._streams: dict[str, _Stream] = {}
+        self._dirty: list[_Stream] = []
+        self._current: dict[str, Any] | None = None
+        self._counter = 0
+        self.status = "idle"
+        self.run_id = ""
+        self.approvals: dict[str, dict[str, Any]] = {}
+        """Approval items seen in events, by approval id (``decision`` updated as decided)."""
+        self.rev = 0
+        self.needs_snapshot = False
+        """True when entries changed in a way deltas cannot express."""
+
+    # -- building -----------------------------------------------------------------
+
+    @classmethod
+    def from_history(cls, history: Iterable[Any], pending_batch: Any = None) -> Transcript:
+        """A transcript of a saved history (system messages skipped), plus the assistant
+        message of a pending approval batch with its deferred calls marked."""
+        t = cls()
+        for message in history:
+            t._add_message(message_fields(message), run_id="")
+        if pending_batch is not None:
+            batch = pending_batch if isinstance(pending_batch, Mapping) else _dump(pending_batch)
+            if batch.get("model_message") is not None:
+                t._add_message(message_fields(batch["model_message"]), run_id=str(batch.get("run_id") or ""))
+            for item in batch.get("items") or ():
+                t._note_approval(item)
+            t.status = "awaiting_approval" if any(
+                a["decision"] == "pending" for a in t.approvals.values()) else t.status
+        return t
+
+    def _add_message(self, m: dict[str, Any], run_id: str) -> None:
+        role = m["role"]
+        if role == "user":
+            self._add("user", text=m["text"])
+        elif role == "assistant":
+            self._add("assistant", text=m["text"], reasoning=m["reasoning"], streaming=False, run_id=run_id)
+            for call in m["tool_calls"]:
+                self._tool(call, status="requested")
+        elif role == "tool":
+            card = self._by_id.get(f"tool:{m['tool_call_id']}")
+            if card is not None:
+                card.update(result=m["text"], is_error=m["is_error"], status="error" if m["is_error"] else "done")
+
+    def _add(self, kind: str, entry_id: str | None = None, **fields: Any) -> dict[str, Any]:
+        if entry_id is None:
+            self._counter += 1
+            entry_id = f"e{self._counter}"
+        entry = {"id": entry_id, "kind": kind, **fields}
+        self.entries.append(entry)
+        self._by_id[entry_id] = entry
+        self.needs_snapshot = True
+        return entry
+
+    def _tool(self, call: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+        call = call if "arguments" in call else call_fields(call)
+        entry_id = f"tool:{call['id']}"
+        card = self._by_id.get(entry_id)
+        if card is None:
+            card = self._add("tool", entry_id, call_id=call["id"], name=call["name"], arguments=call["arguments"],
+                             status="requested", result=None, is_error=False, duration_ms=None, reason=None)
+        else:
+            card["name"], card["arguments"] = call["name"], call["arguments"]
+        card.update(fields)
+        self.needs_snapshot = True
+        return card
+
+    def _notice(self, level: str, text: str) -> None:
+        self._add("notice", level=level, text=text)
+
+    # -- the stream fast path ---------------------------------------------------------
+
+    def chunk(self, kind: str, text: str) -> None:
+        """Append one streamed piece (``kind`` is ``"text"`` or ``"reasoning"``)."""
+        stream = self._streams.get(kind)
+        if stream is None:
+            stream = self._open_stream(kind)
+        stream.parts.append(text)
+        if not stream.dirty:
+            stream.dirty = True
+            self._dirty.append(stream)
+
+    def _open_stream(self, kind: str) -> _Stream:
+        if self._current is None:
+            self._current = self._add("assistant", text="", reasoning="", streaming=True, run_id=self.run_id)
+        field = "reasoning" if kind == "reasoning" else "text"
+        stream = _Stream(self._current, field)
+        self._streams[kind] = stream
+        return stream
+
+    def take_ops(self) -> list[list[Any]]:
+        """Delta operations for everything streamed since the last call (or snapshot)."""
+        ops: list[list[Any]] = []
+        for stream in self._dirty:
+            stream.dirty = False
+            if not stream.parts:
+                continue
+            piece = "".join(stream.parts)
+            stream.parts.clear()
+            start = len(stream.text)
+            stream.text += piece
+            ops.append([stream.field, stream.entry["id"], start, start + len(piece), piece])
+        self._dirty.clear()
+        return ops
+
+    def snapshot(self) -> dict[str, Any]:
+        """A fresh JSON-ready copy of the whole transcript; pending stream text included."""
+        for stream in self._streams.values():
+            stream.settle()
+            stream.dirty = False
+        self._dirty.clear()
+        self.needs_snapshot = False
+        self.rev += 1
+        return {"rev": self.rev, "status": self.status, "entries": [dict(e) for e in self.entries]}
+
+    def _close_streams(self) -> None:
+        for stream in self._streams.values():
+            stream.settle()
+        self._streams.clear()
+        self._dirty = [s for s in self._dirty if s in self._streams.values()]
+        if self._current is not None:
+            self._current["streaming"] = False
+        self._current = None
+
+    # -- events ---------------------------------------------------------------------
+
+    def apply(self, event: Any) -> bool:
+        """Fold one event (``AgentEvent`` or its dict).
+
+        Returns True when the change is structural (the widget flushes at once), False
+        for stream-like changes that can wait for the next timed flush.
+        """
+        if isinstance(event, Mapping):
+            etype, run_id, payload = event.get("type"), event.get("run_id"), event.get("payload") or {}
+        else:
+            etype, run_id, payload = event.type, event.run_id, event.payload
+        if etype == "llm.chunk":
+            self.chunk(str(payload.get("kind") or "text"), str(payload.get("text") or ""))
+            return False
+        handler = _HANDLERS.get(etype)
+        if handler is None:
+            return False
+        if run_id:
+            self.run_id = str(run_id)
+        self.needs_snapshot = True
+        return handler(self, payload) is not False
+
+    def _on_started(self, p: Mapping[str, Any]) -> None:
+        self.status = "running"
+        for message in p.get("input") or ():
+            m = message_fields(message)
+            if m["role"] == "user" and m["text"]:
+                self._add("user", text=m["text"])
+
+    def _on_resumed(self, p: Mapping[str, Any]) -> None:
+        self.status = "running"
+        self._notice("info", f"resumed ({p.get('reason') or 'resume'})")
+
+    def _on_llm_before(self, p: Mapping[str, Any]) -> None:
+        self._close_streams()
+        self._current = self._add("assistant", text="", reasoning="", streaming=True, run_id=self.run_id)
+
+    def _on_llm_after(self, p: Mapping[str, Any]) -> None:
+        current = self._current
+        self._close_streams()
+        message = p.get("message")
+        if message is None:
+            return
+        m = message_fields(message)
+        if current is None:
+            current = self._add("assistant", text="", reasoning="", streaming=False, run_id=self.run_id)
+        # The post-hook message is the truth (DESIGN §5); it replaces what streamed.
+        current["text"] = m["text"]
+        if m["reasoning"] or not current.get("reasoning"):
+            current["reasoning"] = m["reasoning"]
+        for call in m["tool_calls"]:
+            self._tool(call, status="requested")
+
+    def _on_tool_before(self, p: Mapping[str, Any]) -> None:
+        self._close_streams()
+        self._tool(call_fields(p.get("call")), status="running")
+
+    def _on_tool_after(self, p: Mapping[str, Any]) -> None:
+        r = result_fields(p.get("result"))
+        self._tool(call_fields(p.get("call")), status="error" if r["is_error"] else "done", result=r["text"],
+                   is_error=r["is_error"], duration_ms=p.get("duration_ms"))
+
+    def _on_tool_denied(self, p: Mapping[str, Any]) -> None:
+        r = result_fields(p.get("result"))
+        self._tool(call_fields(p.get("call")), status="denied", result=r["text"], is_error=True,
+                   reason=p.get("reason"))
+
+    def _note_approval(self, item: Any) -> dict[str, Any]:
+        data = _dump(item)
+        call = call_fields(data.get("tool_call"))
+        aid = str(data.get("approval_id") or call["id"])
+        approval = {"approval_id": aid, "call_id": call["id"], "tool_name": call["name"],
+                    "arguments": call["arguments"], "risk_level": str(data.get("risk_level") or ""),
+                    "reason": str(data.get("reason") or ""), "decision": str(data.get("decision") or "pending"),
+                    "deny_reason": data.get("deny_reason")}
+        self.approvals[aid] = approval
+        if call["id"]:
+            self._tool(call, status="awaiting_approval" if approval["decision"] == "pending"
+                       else _DECIDED_STATUS.get(approval["decision"], "requested"))
+        return approval
+
+    def _on_approval_required(self, p: Mapping[str, Any]) -> None:
+        self._close_streams()
+        for item in p.get("items") or ():
+            self._note_approval(item)
+
+    def _on_approval_decided(self, p: Mapping[str, Any]) -> None:
+        aid = str(p.get("approval_id") or "")
+        decision = str(p.get("decision") or "")
+        approval = self.approvals.get(aid)
+        if approval is None:
+            return
+        approval["decision"], approval["deny_reason"] = decision, p.get("deny_reason")
+        card = self._by_id.get(f"tool:{approval['call_id']}")
+        if card is not None and card["status"] == "awaiting_approval":
+            card["status"] = _DECIDED_STATUS.get(decision, card["status"])
+            if decision == "denied":
+                card["reason"] = p.get("deny_reason")
+
+    def _on_hook_decision(self, p: Mapping[str, Any]) -> bool:
+        slot, hook, action = str(p.get("slot") or ""), str(p.get("hook") or ""), str(p.get("action") or "")
+        last = self.entries[-1] if self.entries else None
+        # A chunk hook decides once per chunk: one line with a count, not hundreds.
+        if (last is not None and last["kind"] == "hook" and last["slot"] == slot == "on_model_chunk"
+                and last["hook"] == hook and last["action"] == action):
+            last["count"] += 1
+            last["after"] = _joined(last["after"], jsonable(p.get("after")))
+            last["before"] = _joined(last["before"], jsonable(p.get("before")))
+            return False
+        if self._current is not None and slot != "on_model_chunk":
+            self._close_streams()
+        self._add("hook", slot=slot, hook=hook, action=action, reason=p.get("reason"),
+                  before=jsonable(p.get("before")), after=jsonable(p.get("after")), count=1)
+        return slot != "on_model_chunk"
+
+    def _on_diagnostic(self, p: Mapping[str, Any]) -> None:
+        self._notice("warn", f"hook {p.get('hook') or '?'} ({p.get('slot') or '?'}) "
+                             f"{p.get('kind') or 'failed'}: {p.get('message') or ''}".strip())
+
+    def _on_loop(self, p: Mapping[str, Any]) -> None:
+        self._notice("warn", str(p.get("message") or f"loop detected on {p.get('tool') or 'a tool'}"))
+
+    def _on_persisted(self, p: Mapping[str, Any]) -> None:
+        if p.get("ok") is False:
+            self._notice("error", f"state not saved: {error_text(p.get('error'))}")
+
+    def _on_suspended(self, p: Mapping[str, Any]) -> None:
+        self._close_streams()
+        reason = str(p.get("reason") or "suspend")
+        self.status = "awaiting_approval" if reason == "awaiting_approval" else "suspended"
+        self._notice("info", "waiting for approval" if reason == "awaiting_approval" else f"suspended ({reason})")
+
+    def _on_terminal(self, etype: str, p: Mapping[str, Any]) -> None:
+        self._close_streams()
+        self.status = str(p.get("stop_reason") or _TERMINAL_STATUS[etype])
+        if etype == "agent.error":
+            self._notice("error", f"run failed: {error_text(p.get('error'))}")
+        elif etype == "agent.cancelled":
+            self._notice("warn", f"cancelled{': ' + str(p['reason']) if p.get('reason') else ''}")
+        elif etype == "agent.aborted":
+            self._notice("error", f"aborted by hook {p.get('hook') or '?'}: {error_text(p.get('error'))}")
+        elif self.status != "completed":
+            self._notice("info", f"run ended: {self.status}")
+
+
+_DECIDED_STATUS = {"approved": "approved", "denied": "denied"}
+
+
+def _dump(value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else {}
+
+
+def _joined(a: Any, b: Any) -> Any:
+    if isinstance(a, str) and isinstance(b, str):
+        return a + b
+    return b
+
+
+def _terminal(etype: str):
+    return lambda self, p: self._on_terminal(etype, p)
+
+
+_HANDLERS = {
+    "agent.started": Transcript._on_started,
+    "agent.resumed": Transcript._on_resumed,
+    "agent.suspended": Transcript._on_suspended,
+    "llm.before": Transcript._on_llm_before,
+    "llm.after": Transcript._on_llm_after,
+    "tool.before": Transcript._on_tool_before,
+    "tool.after": Transcript._on_tool_after,
+    "tool.denied": Transcript._on_tool_denied,
+    "approval.required": Transcript._on_approval_required,
+    "approval.decided": Transcript._on_approval_decided,
+    "hook.decision": Transcript._on_hook_decision,
+    "hook.diagnostic": Transcript._on_diagnostic,
+    "loop.detected": Transcript._on_loop,
+    "state.persisted": Transcript._on_persisted,
+    **{etype: _terminal(etype) for etype in _TERMINAL_STATUS},
+}

@@ -1,0 +1,53 @@
+// Markdown for untrusted model and tool text: marked, then DOMPurify, then a DOM
+// fragment. Nothing here assigns HTML to a live element; the sanitizer's output is a
+// fragment that is inserted with replaceChildren.
+import { marked } from "marked";
+import DOMPurify from "dompurify";
+
+const SAFE_HREF = /^(https?:|mailto:|#)/i;
+const SAFE_IMG = /^data:image\/(png|gif|jpeg|webp);/i;
+
+DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+  if (node.tagName === "A") {
+    const href = (node.getAttribute("href") || "").trim();
+    if (!SAFE_HREF.test(href)) node.removeAttribute("href");
+    node.setAttribute("target", "_blank");
+    node.setAttribute("rel", "noopener noreferrer nofollow");
+  }
+});
+
+const CONFIG = {
+  RETURN_DOM_FRAGMENT: true,
+  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "option", "iframe",
+    "object", "embed", "svg", "math", "link", "meta", "base", "video", "audio", "source"],
+  FORBID_ATTR: ["style", "id", "name", "srcset", "action", "formaction"],
+};
+
+/** A sanitized DocumentFragment for markdown `text` (images only as inline data). */
+export function markdownFragment(text) {
+  let html;
+  try {
+    html = marked.parse(String(text ?? ""), { async: false, gfm: true, breaks: true });
+  } catch {
+    const frag = document.createDocumentFragment();
+    frag.append(document.createTextNode(String(text ?? "")));
+    return frag;
+  }
+  const frag = DOMPurify.sanitize(html, CONFIG);
+  // Workshops are offline and a remote image is a request we did not ask for:
+  // keep only inline data images, show the alt text for the rest.
+  for (const img of frag.querySelectorAll("img")) {
+    if (!SAFE_IMG.test(img.getAttribute("src") || "")) {
+      const alt = document.createElement("span");
+      alt.className = "arknb-img-blocked";
+      alt.textContent = `[image${img.getAttribute("alt") ? ": " + img.getAttribute("alt") : ""}]`;
+      img.replaceWith(alt);
+    }
+  }
+  return frag;
+}
+
+/** Replace `el`'s children with the sanitized markdown of `text`. */
+export function renderMarkdown(el, text) {
+  el.replaceChildren(markdownFragment(text));
+}
