@@ -165,6 +165,20 @@ class LabServer:
             except urllib.error.HTTPError:
                 pass
 
+    def write_notebook(self, name: str, cells: list[str]) -> str:
+        """Write a notebook of code cells under the server root; return its path
+        relative to the root (what :meth:`LabPage.open` takes)."""
+        import nbformat
+
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.cells = [nbformat.v4.new_code_cell(source.strip("\n")) for source in cells]
+        relative = f"_generated/{name}"
+        target = self.root_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
+        return relative
+
     def log_tail(self, lines: int = 60) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -402,6 +416,20 @@ class LabPage:
     def run_cells(self, indices: range | list[int], *, timeout: float = 60.0) -> None:
         for index in indices:
             self.run_cell(index, timeout=timeout)
+
+    def cell_index(self, containing: str) -> int:
+        """Index of the first cell whose source contains ``containing``."""
+        index = self.page.evaluate(
+            "(text) => {" + _JS_PANEL + " return panel.content.widgets.findIndex("
+            "(c) => c.model.sharedModel.getSource().includes(text)); }",
+            containing,
+        )
+        if index < 0:
+            raise AssertionError(f"no cell contains {containing!r}")
+        return index
+
+    def run_cell_containing(self, text: str, *, timeout: float = 60.0) -> str:
+        return self.run_cell(self.cell_index(text), timeout=timeout)
 
     def cell_count(self) -> int:
         return self.page.evaluate("() => {" + _JS_PANEL + " return panel.content.widgets.length; }")
