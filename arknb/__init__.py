@@ -1,0 +1,70 @@
+"""arknb: an agent runtime made for Jupyter.
+
+Everything a user needs is re-exported here; see DESIGN §0 for the tour.
+"""
+
+# domain
+from .domain import (
+    AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ErrorCode, ErrorInfo, ErrorLayer,
+    FinishReason, ModelComplete, ModelConfig, ModelRequest, ModelResponse, ModelStart, ReasoningDelta,
+    RetryNotice, Retryability, Role, StreamError, StreamingEvent, TextDelta, ToolCall, ToolCallDelta,
+    ToolDefinition, ToolResult, ToolRisk, Usage, UsageUpdate,
+)
+
+# events
+from .events import AgentEvent, EventBus, EventTypes
+
+# hooks
+from .hooks import (
+    AfterRunHookContext, AgentHook, BeforeRunAction, BeforeRunHookContext, BeforeRunHookResult, HookPipeline,
+    HookRegistry, HookSlot, ModelCallAction, ModelCallHookContext, ModelCallHookResult, ModelChunkAction,
+    ModelChunkHookContext, ModelChunkHookResult, ModelResponseAction, ModelResponseHookContext,
+    ModelResponseHookResult, PersistAction, StatePersistenceHookContext, StatePersistenceHookResult,
+    ToolCallAction, ToolCallHookContext, ToolCallHookResult, ToolResultAction, ToolResultHookContext,
+    ToolResultHookResult, TurnCompletionAction, TurnCompletionHookContext, TurnCompletionHookResult,
+)
+
+# tools
+from .tools import Tool, ToolContext, ToolRegistry, tool
+
+# state
+from .state import (
+    AgentState, ApprovalDecision, ApprovalDecisionResult, FileStateStorage, MemoryStateStorage,
+    PendingApprovalBatch, PendingApprovalItem, StateStorage,
+)
+
+# providers
+from .providers import LLMClient, ScriptedModel, ScriptedTurn
+
+# runtime
+from .controller import AgentController, ApprovalHost
+from .runtime import AgentRunResult, AgentRuntime, LoopDetector, RunHandle, StopReason
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # The widgets pull in ipywidgets/anywidget; load them only when asked for.
+    if name in ("ChatWidget", "TimelineWidget"):
+        from . import widgets
+        return getattr(widgets, name)
+    raise AttributeError(f"module 'arknb' has no attribute {name!r}")
+
+
+__all__ = [
+    "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",
+    "AgentRuntime", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "ApprovalHost", "ArkError",
+    "BeforeRunAction", "BeforeRunHookContext", "BeforeRunHookResult", "CancellationToken", "ChatWidget",
+    "ContentKind", "ContentPart", "ErrorCode", "ErrorInfo", "ErrorLayer", "EventBus", "EventTypes",
+    "FileStateStorage", "FinishReason", "HookPipeline", "HookRegistry", "HookSlot", "LLMClient", "LoopDetector",
+    "MemoryStateStorage", "ModelCallAction", "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction",
+    "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
+    "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
+    "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
+    "Retryability", "Role", "RunHandle", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
+    "StatePersistenceHookResult", "StateStorage", "StopReason", "StreamError", "StreamingEvent", "TextDelta",
+    "TimelineWidget", "Tool", "ToolCall", "ToolCallAction", "ToolCallDelta", "ToolCallHookContext",
+    "ToolCallHookResult", "ToolContext", "ToolDefinition", "ToolRegistry", "ToolResult", "ToolResultAction",
+    "ToolResultHookContext", "ToolResultHookResult", "ToolRisk", "TurnCompletionAction",
+    "TurnCompletionHookContext", "TurnCompletionHookResult", "Usage", "UsageUpdate", "tool",
+]

@@ -26,6 +26,7 @@ class EventTypes:
     AGENT_ABORTED = "agent.aborted"        # error, slot, hook
     LLM_BEFORE = "llm.before"              # turn, model, message_count, tools
     LLM_CHUNK = "llm.chunk"                # kind ("text" | "reasoning"), text, index
+    LLM_RETRY = "llm.retry"                # turn, attempt, delay, error (the provider retries)
     LLM_AFTER = "llm.after"                # turn, message, finish_reason, usage, raw_text, raw_reasoning
     TOOL_BEFORE = "tool.before"            # call, batch_id
     TOOL_AFTER = "tool.after"              # call, result, batch_id, duration_ms
@@ -41,7 +42,7 @@ class EventTypes:
 
     ALL: tuple[str, ...] = (
         AGENT_STARTED, AGENT_RESUMED, AGENT_SUCCESS, AGENT_ERROR, AGENT_CANCELLED,
-        AGENT_SUSPENDED, AGENT_ABORTED, LLM_BEFORE, LLM_CHUNK, LLM_AFTER, TOOL_BEFORE,
+        AGENT_SUSPENDED, AGENT_ABORTED, LLM_BEFORE, LLM_CHUNK, LLM_RETRY, LLM_AFTER, TOOL_BEFORE,
         TOOL_AFTER, TOOL_DENIED, APPROVAL_REQUIRED, APPROVAL_DECIDED, APPROVAL_RESOLVED,
         LOOP_DETECTED, HOOK_DECISION, HOOK_DIAGNOSTIC, STATE_PERSISTED, TURN_COMPLETED,
     )

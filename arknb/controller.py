@@ -1,0 +1,100 @@
+"""AgentController: the zero-state control plane (seed 000 §6).
+
+The controller observes (``subscribe``, ``list_pending_approvals``), publishes, and
+routes approval decisions to the runtime through the :class:`ApprovalHost` protocol.
+It holds no runtime state and cannot change any: every decision goes through
+``ApprovalHost.apply_approval_decision``, which validates it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from .domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
+from .events import AgentEvent, EventBus
+from .state import ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
+
+__all__ = ["AgentController", "ApprovalHost"]
+
+
+@runtime_checkable
+class ApprovalHost(Protocol):
+    """What a controller needs from the runtime that owns the state (the runtime implements it)."""
+
+    def get_pending_approval_batch(self) -> PendingApprovalBatch | None: ...
+
+    async def apply_approval_decision(self, approval_id: str, decision: ApprovalDecision,
+                                      deny_reason: str | None = None) -> ApprovalDecisionResult: ...
+
+
+class AgentController:
+    """Observe events, list pending approvals, approve or deny them.
+
+    ``runtime.controller`` is already bound to its runtime.
+
+    Example:
+        >>> for item in runtime.controller.list_pending_approvals():      # doctest: +SKIP
+        ...     await runtime.controller.approve(item.approval_id)
+    """
+
+    def __init__(self, event_bus: EventBus | None = None) -> None:
+        self.bus = event_bus if event_bus is not None else EventBus()
+        self._host: ApprovalHost | None = None
+
+    def bind_approval_host(self, host: ApprovalHost) -> None:
+        """Connect the runtime that applies decisions (called once by the runtime)."""
+        if not isinstance(host, ApprovalHost):
+            raise invalid_argument(f"bind_approval_host expects an ApprovalHost, got {type(host).__name__}")
+        self._host = host
+
+    # -- observation ----------------------------------------------------------------
+
+    def subscribe(self, event_type: str, listener: Callable[[AgentEvent], Any]) -> Callable[[], None]:
+        """Listen to one event type; returns the unsubscribe function."""
+        return self.bus.subscribe(event_type, listener)
+
+    def subscribe_all(self, listener: Callable[[AgentEvent], Any]) -> Callable[[], None]:
+        """Listen to every event; returns the unsubscribe function."""
+        return self.bus.subscribe("*", listener)
+
+    def publish(self, event: AgentEvent) -> None:
+        """Publish an event on the bus (listeners are isolated)."""
+        self.bus.publish(event)
+
+    def list_pending_approvals(self) -> list[PendingApprovalItem]:
+        """Copies of the items still waiting for a decision (changing them changes nothing)."""
+        batch = self._host.get_pending_approval_batch() if self._host is not None else None
+        if batch is None:
+            return []
+        return [item.model_copy(deep=True) for item in batch.items if item.is_pending()]
+
+    def pending_batch(self) -> PendingApprovalBatch | None:
+        """A copy of the whole pending batch (with decided items), or None."""
+        batch = self._host.get_pending_approval_batch() if self._host is not None else None
+        return batch.model_copy(deep=True) if batch is not None else None
+
+    # -- decisions ------------------------------------------------------------------
+
+    async def approve(self, approval_id: str) -> ApprovalDecisionResult:
+        """Approve one pending call. Deciding twice is an idempotent success."""
+        return await self._decide(approval_id, ApprovalDecision.APPROVED, None)
+
+    async def deny(self, approval_id: str, reason: str | None = None) -> ApprovalDecisionResult:
+        """Deny one pending call; the model gets a ``tool_denied`` result carrying ``reason``."""
+        if reason is not None and not isinstance(reason, str):
+            raise invalid_argument(f"deny reason must be a string or None, got {type(reason).__name__}")
+        return await self._decide(approval_id, ApprovalDecision.DENIED, reason)
+
+    async def approve_all(self) -> list[ApprovalDecisionResult]:
+        """Approve every pending item (convenience for notebooks)."""
+        return [await self.approve(item.approval_id) for item in self.list_pending_approvals()]
+
+    async def _decide(self, approval_id: str, decision: ApprovalDecision,
+                      reason: str | None) -> ApprovalDecisionResult:
+        if not isinstance(approval_id, str) or not approval_id:
+            raise invalid_argument(f"approval_id must be a non-empty string, got {approval_id!r}")
+        if self._host is None:
+            return ApprovalDecisionResult.failure(approval_id, ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.APPROVAL_HOST_MISSING,
+                "this controller is not bound to a runtime, so it cannot apply decisions", Retryability.NEVER))
+        return await self._host.apply_approval_decision(approval_id, decision, reason)

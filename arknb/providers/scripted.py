@@ -1,0 +1,174 @@
+"""ScriptedModel: the offline, deterministic model for tutorials and tests.
+
+Each call to the model plays the next :class:`ScriptedTurn`: reasoning chunks, text
+chunks, tool calls, usage. No network, no key, same output every time.
+
+Example:
+    >>> model = ScriptedModel([
+    ...     ScriptedTurn(text=["Let me ", "add."],
+    ...                  tool_calls=[ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')]),
+    ...     "It is 3.",
+    ... ])
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator, Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..domain import (
+    AgentMessage, ArkError, CancellationToken, ContentPart, ErrorCode, ErrorLayer, FinishReason, Role,
+    ModelComplete, ModelRequest, ModelResponse, ModelStart, ReasoningDelta, StreamingEvent, TextDelta,
+    ToolCall, ToolCallDelta, Usage, UsageUpdate,
+)
+
+__all__ = ["ScriptedModel", "ScriptedTurn"]
+
+
+def _chunks(value: str | Sequence[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,) if value else ()
+    return tuple(value)
+
+
+class ScriptedTurn(BaseModel):
+    """One scripted model answer.
+
+    Args:
+        text: the answer, as one string or a list of streamed chunks.
+        reasoning: reasoning chunks streamed before the text.
+        tool_calls: tool calls the model makes in this turn.
+        usage: token usage to report (none by default).
+        chunk_delay: seconds to wait before each chunk (to watch streaming or test Stop).
+        finish_reason: defaults to ``tool_calls`` when there are calls, else ``stop``.
+        error: raise this error after the chunks instead of completing (to test failures).
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    text: tuple[str, ...] = ()
+    reasoning: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    chunk_delay: float = Field(default=0.0, ge=0.0)
+    finish_reason: FinishReason | None = None
+    error: ArkError | None = None
+
+    @field_validator("text", "reasoning", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return _chunks(value)
+        return value
+
+    def __init__(self, text: str | Sequence[str] = (), **data: object) -> None:
+        super().__init__(text=text, **data)
+
+    def response(self) -> ModelResponse:
+        """The complete response this turn stands for."""
+        text = "".join(self.text)
+        reasoning = "".join(self.reasoning)
+        message = AgentMessage.model_construct(
+            role=Role.ASSISTANT,
+            contents=(ContentPart.from_text(text),) if text else (),
+            tool_call_id=None,
+            tool_calls=self.tool_calls,
+            reasoning=(ContentPart.from_text(reasoning),) if reasoning else (),
+            is_error=False,
+        )
+        finish = self.finish_reason or (FinishReason.TOOL_CALLS if self.tool_calls else FinishReason.STOP)
+        return ModelResponse.model_construct(message=message, finish_reason=finish,
+                                             usage=self.usage or Usage(), model="scripted")
+
+
+class ScriptedModel:
+    """An :class:`LLMClient` that plays scripted turns in order.
+
+    Plain strings are text-only turns. Every request received is recorded in
+    :attr:`requests`; :attr:`closed_streams` counts streams closed before they finished
+    (e.g. by Stop). When the script runs out, the call raises ``script_exhausted``.
+    """
+
+    def __init__(self, turns: Iterable[ScriptedTurn | str]) -> None:
+        if isinstance(turns, (str, ScriptedTurn)):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           "ScriptedModel expects a list of turns, e.g. ScriptedModel(['Hello!'])")
+        parsed: list[ScriptedTurn] = []
+        for i, turn in enumerate(turns):
+            if isinstance(turn, str):
+                turn = ScriptedTurn(text=turn)
+            elif not isinstance(turn, ScriptedTurn):
+                raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                               f"ScriptedModel turn {i} must be a ScriptedTurn or str, got {type(turn).__name__}")
+            parsed.append(turn)
+        self.turns: tuple[ScriptedTurn, ...] = tuple(parsed)
+        self.requests: list[ModelRequest] = []
+        self.closed_streams = 0
+        self._next = 0
+        self._events = [self._prebuild(t) for t in self.turns]
+
+    @property
+    def remaining(self) -> int:
+        """How many turns are left."""
+        return len(self.turns) - self._next
+
+    @staticmethod
+    def _prebuild(turn: ScriptedTurn) -> tuple[StreamingEvent, ...]:
+        # Built once: a scripted stream replays the same immutable events every time.
+        events: list[StreamingEvent] = [ModelStart.model_construct(type="model_start", model="scripted")]
+        events += [ReasoningDelta.model_construct(type="reasoning_delta", text=c) for c in turn.reasoning]
+        events += [TextDelta.model_construct(type="text_delta", text=c) for c in turn.text]
+        for call in turn.tool_calls:
+            events.append(ToolCallDelta.model_construct(type="tool_call_delta", index=call.index, id=call.id,
+                                                        name=call.name, arguments_delta=call.arguments_json))
+        if turn.usage is not None:
+            events.append(UsageUpdate.model_construct(type="usage", usage=turn.usage))
+        events.append(ModelComplete.model_construct(type="model_complete", response=turn.response()))
+        return tuple(events)
+
+    def _take(self, request: ModelRequest) -> int:
+        if not isinstance(request, ModelRequest):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"ScriptedModel expects a ModelRequest, got {type(request).__name__}")
+        self.requests.append(request)
+        if self._next >= len(self.turns):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.SCRIPT_EXHAUSTED,
+                           f"ScriptedModel has no turn left: it was given {len(self.turns)} turn(s) "
+                           f"and this is model call {len(self.requests)}")
+        index = self._next
+        self._next += 1
+        return index
+
+    async def stream(self, request: ModelRequest, *,
+                     cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:
+        """Yield the next turn's events (``model_start`` ... ``model_complete``)."""
+        index = self._take(request)
+        turn = self.turns[index]
+        delay = turn.chunk_delay
+        events = self._events[index]
+        last = len(events) - 1
+        finished = False
+        try:
+            for i, event in enumerate(events):
+                if cancel is not None and cancel.cancelled:
+                    raise cancel.error()
+                if delay and 0 < i < last:
+                    await asyncio.sleep(delay)
+                if i == last and turn.error is not None:
+                    raise turn.error
+                yield event
+            finished = True
+        finally:
+            if not finished:
+                self.closed_streams += 1
+
+    async def generate(self, request: ModelRequest, *,
+                       cancel: CancellationToken | None = None) -> ModelResponse:
+        """The next turn's complete response, without streaming."""
+        index = self._take(request)
+        turn = self.turns[index]
+        if turn.error is not None:
+            raise turn.error
+        return turn.response()

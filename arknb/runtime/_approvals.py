@@ -1,0 +1,110 @@
+"""Approvals phase: freeze a batch, save it, then ask; apply decisions; unfreeze (seed 000 §8).
+
+Order matters and is kept here: the pending batch is saved with a mandatory write
+FIRST; only after that save succeeds are ``approval.required`` and ``agent.suspended``
+published. If the save fails, the run fails with ``state_save_failed`` and the session
+is marked not resumable: never claim resumable without a save.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..domain import ArkError, ErrorCode, ErrorLayer, ToolResult
+from ..events import EventTypes
+from ..hooks.pipeline import jsonable
+from ..state import (
+    ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
+)
+from ._persistence import persist, persist_terminal
+from ._tool_batch import BatchPlan
+
+if TYPE_CHECKING:
+    from ._context import RunContext
+    from .runtime import AgentRuntime
+
+__all__ = ["apply_decision", "build_batch", "freeze_for_approval", "resolved_calls"]
+
+LOOP_BATCH_PREFIX = "loop_"
+
+
+def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message) -> PendingApprovalBatch:
+    """The pending batch for a plan with deferred calls (pure data: no callbacks, no secrets)."""
+    now = rt._clock()
+    items = tuple(
+        PendingApprovalItem(approval_id=rt._new_id("approval"), tool_call=call, risk_level=risk, reason=reason,
+                            created_at=now)
+        for call, reason, risk in plan.deferred)
+    return PendingApprovalBatch(batch_id=plan.batch_id, run_id=ctx.run_id, items=items, model_message=model_message,
+                                created_at=now, allowed_calls=tuple(plan.allowed), denied_calls=tuple(plan.denied))
+
+
+async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch,
+                              reason: str = "awaiting_approval") -> ArkError | None:
+    """Save the pending batch (mandatory), then publish; returns the error if the save failed."""
+    rt._set_state(pending_approval=batch, is_running=True)
+    saved = await persist_terminal(rt, ctx, reason="awaiting_approval")
+    if not saved.ok:
+        # Not saved means not resumable: drop the batch and answer its calls so history stays paired.
+        rt._set_state(pending_approval=None)
+        error = saved.error if saved.error is not None and saved.error.code == ErrorCode.SECRET_IN_STATE else ArkError(
+            ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
+            "the pending approval could not be saved, so the run cannot wait for it: "
+            + (saved.error.message if saved.error else "unknown storage failure"))
+        rt._answer_unanswered(f"not executed: {error.code}")
+        return error
+    rt._emit(EventTypes.APPROVAL_REQUIRED, lambda: {
+        "batch_id": batch.batch_id, "items": [jsonable(i) for i in batch.items], "kind": _kind(batch)})
+    rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id})
+    return None
+
+
+def _kind(batch: PendingApprovalBatch) -> str:
+    return "loop" if batch.batch_id.startswith(LOOP_BATCH_PREFIX) else "tool"
+
+
+async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalDecision,
+                         deny_reason: str | None) -> ApprovalDecisionResult:
+    """Record one decision (idempotent); when the batch is fully decided, continue the run."""
+    batch = rt.state.pending_approval
+    item = batch.find(approval_id) if batch is not None else None
+    if item is None:
+        return ApprovalDecisionResult.failure(approval_id, ArkError(
+            ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+            f"no pending approval with id {approval_id!r} (unknown, or its batch was already resolved)"))
+    if not item.is_pending():
+        # Seed 000 §6.4: deciding again is an idempotent success reporting the current decision.
+        return ApprovalDecisionResult.success(approval_id, item.decision, batch.all_decided())
+    batch = batch.with_item(item.decide(decision, reason=deny_reason, at=rt._clock()))
+    rt._set_state(pending_approval=batch)
+    all_decided = batch.all_decided()
+    rt._emit(EventTypes.APPROVAL_DECIDED, {
+        "batch_id": batch.batch_id, "approval_id": approval_id, "decision": decision.value,
+        "deny_reason": deny_reason, "all_decided": all_decided}, run_id=batch.run_id)
+    if not all_decided:
+        # Each decision is saved, so a kernel restart keeps it (a failure here loses only this decision).
+        await persist(rt, None, "approval_decision", mandatory=True)
+        return ApprovalDecisionResult.success(approval_id, decision, False)
+    rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
+        "batch_id": batch.batch_id, "items": [jsonable(i) for i in batch.items]}, run_id=batch.run_id)
+    rt._continue_after_approval(batch)
+    return ApprovalDecisionResult.success(approval_id, decision, True)
+
+
+def resolved_calls(batch: PendingApprovalBatch) -> tuple[list, list[DeniedCall]]:
+    """Split a decided batch into the calls to run and the denied calls with their results."""
+    allowed = list(batch.allowed_calls)
+    denied = list(batch.denied_calls)
+    for item in batch.items:
+        if item.decision is ApprovalDecision.APPROVED:
+            allowed.append(item.tool_call)
+        else:
+            why = item.deny_reason or "denied by the user"
+            result = ToolResult.from_text(f"tool_denied: {why}", is_error=True, error_code=ErrorCode.TOOL_DENIED.value)
+            denied.append(DeniedCall(call=item.tool_call, result=result, reason=why, hook="approval"))
+    return allowed, denied
+
+
+def decision_time() -> float:
+    return time.time()

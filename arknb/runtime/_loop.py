@@ -1,0 +1,250 @@
+"""The loop driver: one run from start to its single terminal outcome (DESIGN §7).
+
+A run is ``_drive``: optional new input through before_run, then turns until a turn
+returns a final :class:`NextStep`. Every way out (completion, stop, abort, cancel,
+failure, approval, suspend) goes through ``_finish`` so the terminal save, the terminal
+event and ``after_run`` happen exactly once, and ``finally`` releases the active run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
+from ..events import EventTypes
+from ..hooks import (
+    AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
+    TurnCompletionHookContext,
+)
+from ..hooks.pipeline import jsonable
+from ..state import PendingApprovalBatch
+from ._approvals import LOOP_BATCH_PREFIX, build_batch, freeze_for_approval, resolved_calls
+from ._model_call import HookAbort, abort_error, call_model
+from ._persistence import persist, persist_terminal
+from ._tool_batch import BatchPlan, execute_batch, plan_batch
+from .result import AgentRunResult, NextStep, StopReason
+
+if TYPE_CHECKING:
+    from ._context import RunContext
+    from .runtime import AgentRuntime
+
+__all__ = ["drive"]
+
+
+async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMessage, ...] | None = None,
+                resume_batch: PendingApprovalBatch | None = None, resume_reason: str | None = None) -> AgentRunResult:
+    """Run until a terminal outcome; never raises for run failures (they are in the result)."""
+    try:
+        try:
+            step = await _start(rt, ctx, new_input, resume_batch, resume_reason)
+            while step.kind == NextStep.RUN_AGAIN:
+                step = await _turn(rt, ctx)
+        except HookAbort as abort:
+            return await _finish(rt, ctx, StopReason.ABORTED, error=abort.error,
+                                 extra={"slot": abort.slot, "hook": abort.hook})
+        except asyncio.CancelledError:
+            if not ctx.cancel_requested:
+                raise  # not our Stop: the loop itself is going away
+            asyncio.current_task().uncancel()
+            return await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
+        except ArkError as exc:
+            if exc.code == ErrorCode.CANCELLED and ctx.cancel_requested:
+                return await _finish(rt, ctx, StopReason.CANCELLED, error=exc)
+            return await _finish(rt, ctx, StopReason.FAILED, error=exc)
+        except Exception as exc:  # a bug or an unexpected failure: report it, keep the session consistent
+            error = ArkError(ErrorLayer.RUNTIME, "internal_error", f"{type(exc).__name__}: {exc}")
+            return await _finish(rt, ctx, StopReason.FAILED, error=error)
+        return await _settle(rt, ctx, step)
+    finally:
+        rt._release(ctx)
+
+
+async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
+    previous = rt.state.current_run_id
+    rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=0, last_error=None)
+    if resume_reason is not None:
+        rt._emit(EventTypes.AGENT_RESUMED, {"reason": resume_reason, "previous_run_id": previous})
+    else:
+        rt._emit(EventTypes.AGENT_STARTED, lambda: {"input": jsonable(new_input or ()), "resumed": False})
+    if new_input is not None:
+        rt.loop_detector.reset()
+        if rt._pipeline.has(HookSlot.BEFORE_RUN):
+            decision = await rt._pipeline.before_run(BeforeRunHookContext(
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, input=new_input))
+            if decision.action is BeforeRunAction.ABORT:
+                raise abort_error("before_run", decision.hook, decision.reason, decision.error)
+            new_input = decision.input if decision.input is not None else new_input
+        rt._append_history(new_input)
+        await persist(rt, ctx, "after_user_input")
+    if resume_batch is not None:
+        return await _run_decided_batch(rt, ctx, resume_batch)
+    if resume_reason is not None:
+        # A run interrupted without a clean checkpoint may have unanswered calls: pair them first.
+        rt._answer_unanswered("interrupted: it is unknown whether this call ran")
+    return NextStep.run_again()
+
+
+async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
+    if ctx.cancel_requested:
+        raise ctx.cancel.error()
+    if ctx.suspend_requested:
+        # A safe checkpoint: every tool call in history has its result (seed 003 §4.3).
+        return NextStep.stop(StopReason.SUSPENDED)
+    if ctx.turn >= rt.max_turns:
+        return NextStep.stop(StopReason.MAX_TURNS, error=ArkError(
+            ErrorLayer.RUNTIME, ErrorCode.MAX_TURNS, f"the run reached max_turns={rt.max_turns}"))
+    ctx.turn += 1
+    rt._set_state(current_loop_count=ctx.turn, total_loop_count=rt.state.total_loop_count + 1)
+    response = await call_model(rt, ctx)
+    message = response.message
+    rt._append_history((message,), usage=response.usage)
+    await persist(rt, ctx, "after_model_text")
+    if message.tool_calls:
+        hit = rt.loop_detector.observe(message.tool_calls)
+        if hit is not None:
+            return await _on_loop(rt, ctx, message, hit)
+        plan = await plan_batch(rt, ctx, message)
+        if plan.deferred:
+            return NextStep.await_approval(build_batch(rt, ctx, plan, message))
+        return await _execute_and_complete(rt, ctx, plan.batch_id, message, plan.allowed, plan.denied)
+    return await _complete_turn(rt, ctx, message, has_tools=False)
+
+
+async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied) -> NextStep:
+    outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied)
+    if outcome.stop:
+        await _turn_completed_event(rt, ctx, message, "stop")
+        await persist(rt, ctx, "after_tool_batch")
+        return NextStep.stop(StopReason.STOPPED, message=message)
+    step = await _complete_turn(rt, ctx, message, has_tools=True)
+    if step.kind == NextStep.RUN_AGAIN:
+        await persist(rt, ctx, "after_tool_batch")
+    return step
+
+
+async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, *, has_tools: bool) -> NextStep:
+    action = "accept"
+    if rt._pipeline.has(HookSlot.ON_TURN_COMPLETION):
+        decision = await rt._pipeline.on_turn_completion(TurnCompletionHookContext(
+            session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, message=message, turn=ctx.turn))
+        if decision.action is TurnCompletionAction.ABORT:
+            raise abort_error("on_turn_completion", decision.hook, decision.reason, decision.error)
+        if decision.action is TurnCompletionAction.CONTINUE_RUN:
+            action = "continue_run"
+            if decision.messages:
+                rt._append_history(decision.messages)
+    await _turn_completed_event(rt, ctx, message, action)
+    if has_tools or action == "continue_run":
+        return NextStep.run_again()
+    return NextStep.final(message)
+
+
+async def _turn_completed_event(rt, ctx, message, action) -> None:
+    rt._emit(EventTypes.TURN_COMPLETED, lambda: {"turn": ctx.turn, "message": jsonable(message), "action": action})
+
+
+async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit) -> NextStep:
+    explanation = await rt.loop_detector.explain(hit, rt.state.history)
+    rt._emit(EventTypes.LOOP_DETECTED, {"signature": hit.signature, "tool": hit.tool, "count": hit.count,
+                                        "window": hit.window, "threshold": hit.threshold, "message": explanation,
+                                        "mode": rt.loop_detector.on_detect})
+    if rt.loop_detector.on_detect == "ask":
+        plan = BatchPlan(batch_id=rt._new_id(LOOP_BATCH_PREFIX + "batch"))
+        for call in message.tool_calls:
+            plan.deferred.append((call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
+                                  rt.tools.risk_of(call.name) or "safe"))
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message))
+    rt._answer_unanswered("not executed: loop_detected")
+    return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED,
+                                                                   explanation))
+
+
+async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
+    allowed, denied = resolved_calls(batch)
+    if batch.batch_id.startswith(LOOP_BATCH_PREFIX):
+        if denied:
+            rt._answer_unanswered("not executed: the loop was stopped by the user")
+            return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED, "a detected loop was stopped by the user"))
+        for call in allowed:
+            rt.loop_detector.forgive(_signature(call))
+        plan = await plan_batch(rt, ctx, batch.model_message)
+        if plan.deferred:
+            return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
+        return await _execute_and_complete(rt, ctx, plan.batch_id, batch.model_message, plan.allowed, plan.denied)
+    return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied)
+
+
+def _signature(call) -> str:
+    from .loop_detector import tool_signature
+    return tool_signature(call)
+
+
+async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRunResult:
+    if step.kind == NextStep.AWAIT_APPROVAL:
+        error = await freeze_for_approval(rt, ctx, step.batch)
+        if error is not None:
+            return await _finish(rt, ctx, StopReason.FAILED, error=error, saved_already=False)
+        return await _finish(rt, ctx, StopReason.AWAITING_APPROVAL, saved_already=True)
+    if step.stop_reason is StopReason.SUSPENDED:
+        rt._set_state(is_running=True)
+        saved = await persist_terminal(rt, ctx, reason="suspend")
+        if not saved.ok:
+            return await _finish(rt, ctx, StopReason.FAILED, error=_save_error(saved.error), saved_already=False,
+                                 persisted=False)
+        rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": "suspend", "batch_id": None})
+        return await _finish(rt, ctx, StopReason.SUSPENDED, saved_already=True)
+    message = step.message if step.kind == NextStep.FINAL else step.message
+    return await _finish(rt, ctx, step.stop_reason, error=step.error, final_message=message)
+
+
+def _save_error(error: ArkError | None) -> ArkError:
+    if error is not None and error.code in (ErrorCode.STATE_SAVE_FAILED, ErrorCode.SECRET_IN_STATE):
+        return error
+    return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
+                    "saving state failed" + (f": {error.message}" if error else ""))
+
+
+_TERMINAL_EVENTS = {
+    StopReason.COMPLETED: EventTypes.AGENT_SUCCESS,
+    StopReason.STOPPED: EventTypes.AGENT_SUCCESS,
+    StopReason.MAX_TURNS: EventTypes.AGENT_ERROR,
+    StopReason.LOOP_DETECTED: EventTypes.AGENT_ERROR,
+    StopReason.FAILED: EventTypes.AGENT_ERROR,
+    StopReason.CANCELLED: EventTypes.AGENT_CANCELLED,
+    StopReason.ABORTED: EventTypes.AGENT_ABORTED,
+}
+
+
+async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, error: ArkError | None = None,
+                  final_message: AgentMessage | None = None, saved_already: bool = False, persisted: bool = True,
+                  extra: dict | None = None) -> AgentRunResult:
+    """The one terminal path: state, mandatory save, terminal event, after_run (exactly once)."""
+    ctx.finishing = True
+    if reason is StopReason.CANCELLED:
+        rt._answer_unanswered("not executed: the run was cancelled")
+    rt._set_state(is_running=reason.resumable, last_error=error.info() if error else None,
+                  last_stop_reason=reason.value)
+    if not saved_already:
+        saved = await persist_terminal(rt, ctx, run_error=error.info() if error else None)
+        persisted = persisted and saved.ok
+        if not saved.ok and error is None:
+            # The run reached its end but could not record it: the result says so (and the
+            # session is now marked not resumable).
+            error = _save_error(saved.error)
+    result = AgentRunResult(run_id=ctx.run_id, stop_reason=reason, final_message=final_message, error=error,
+                            usage=ctx.usage, turns=ctx.turn, session_id=rt.session_id, persisted=persisted)
+    event_type = _TERMINAL_EVENTS.get(reason)
+    if event_type is not None:
+        payload = result.to_dict()
+        payload.update(extra or {})
+        if reason is StopReason.CANCELLED:
+            payload["reason"] = ctx.cancel.reason
+        rt._emit(event_type, payload)
+    if not ctx.after_run_done:
+        ctx.after_run_done = True
+        if rt._pipeline.has(HookSlot.AFTER_RUN):
+            await rt._pipeline.after_run(AfterRunHookContext(session_id=rt.session_id, run_id=ctx.run_id,
+                                                             state=rt.state, result=result))
+    return result

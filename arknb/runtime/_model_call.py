@@ -1,0 +1,185 @@
+"""Model phase: before_model_call, the serial stream collector, after_model_call.
+
+The collector handles one streaming event at a time and awaits the chunk hooks before
+it asks the stream for the next event, so a drop, rewrite or abort always lands before
+``model_complete`` (seed 000 §10.3). What the chunk pipeline lets through is the truth:
+the assistant message that enters history is the post-hook text, while the raw model
+output stays visible in ``llm.after`` (``raw_text``) and in ``hook.decision`` events.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..domain import (
+    AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, Role,
+)
+from ..events import EventTypes
+from ..hooks import (
+    HookSlot, ModelCallAction, ModelCallHookContext, ModelChunkAction, ModelChunkHookContext,
+    ModelResponseAction, ModelResponseHookContext,
+)
+from ..hooks.pipeline import jsonable
+
+if TYPE_CHECKING:
+    from ._context import RunContext
+    from .runtime import AgentRuntime
+
+__all__ = ["HookAbort", "call_model"]
+
+
+class HookAbort(Exception):
+    """Control-flow signal: a hook aborted the run. Carries the ``hook_abort`` error."""
+
+    def __init__(self, error: ArkError, slot: str, hook: str | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.slot = slot
+        self.hook = hook
+
+
+def abort_error(slot: str, hook: str | None, reason: str | None, error: ArkError | None) -> HookAbort:
+    """The ``hook_abort`` signal for an abort decision in ``slot``."""
+    if error is None or error.code != ErrorCode.HOOK_ABORT:
+        detail = reason or (error.message if error else "no reason given")
+        error = ArkError(ErrorLayer.SECURITY, ErrorCode.HOOK_ABORT,
+                         f"hook {hook!r} aborted the run in {slot}: {detail}")
+    return HookAbort(error, slot, hook)
+
+
+async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
+    """One model call of the current turn, with bounded retries asked for by hooks."""
+    pipeline = rt._pipeline
+    attempt = 0
+    while True:
+        request = rt._build_request()
+        responded = None
+        if pipeline.has(HookSlot.BEFORE_MODEL_CALL):
+            decision = await pipeline.before_model_call(ModelCallHookContext(
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, request=request, turn=ctx.turn))
+            if decision.action is ModelCallAction.ABORT:
+                raise abort_error("before_model_call", decision.hook, decision.reason, decision.error)
+            if decision.action is ModelCallAction.RESPOND:
+                responded = decision.response
+            elif decision.request is not None:
+                request = decision.request
+        rt._emit(EventTypes.LLM_BEFORE, lambda: {
+            "turn": ctx.turn, "attempt": attempt, "model": request.config.model or None,
+            "message_count": len(request.messages), "tools": [t.name for t in request.tools],
+            "responded_by_hook": responded is not None})
+        if responded is not None:
+            response, raw_text, raw_reasoning = responded, responded.message.text, responded.message.reasoning_text
+        else:
+            response, raw_text, raw_reasoning = await _collect(rt, ctx, request)
+        ctx.usage = ctx.usage + response.usage
+        if pipeline.has(HookSlot.AFTER_MODEL_CALL):
+            decision = await pipeline.after_model_call(ModelResponseHookContext(
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, response=response,
+                turn=ctx.turn, attempt=attempt))
+            if decision.action is ModelResponseAction.ABORT:
+                raise abort_error("after_model_call", decision.hook, decision.reason, decision.error)
+            if decision.action is ModelResponseAction.RETRY:
+                if attempt < rt.max_model_retries:
+                    attempt += 1
+                    rt._emit(EventTypes.LLM_AFTER, lambda: _after_payload(ctx, response, raw_text, raw_reasoning,
+                                                                          retried=True))
+                    continue
+                raise ArkError(ErrorLayer.RUNTIME, "model_retries_exhausted",
+                               f"hook {decision.hook!r} asked for a retry, but the model was already retried "
+                               f"{rt.max_model_retries} time(s) in this turn")
+            if decision.response is not None:
+                response = decision.response
+        rt._emit(EventTypes.LLM_AFTER, lambda: _after_payload(ctx, response, raw_text, raw_reasoning))
+        return response
+
+
+def _after_payload(ctx: RunContext, response: ModelResponse, raw_text: str, raw_reasoning: str,
+                   retried: bool = False) -> dict:
+    return {"turn": ctx.turn, "message": jsonable(response.message), "finish_reason": response.finish_reason.value,
+            "usage": response.usage.model_dump(), "raw_text": raw_text, "raw_reasoning": raw_reasoning,
+            "retried": retried}
+
+
+async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> tuple[ModelResponse, str, str]:
+    """Consume the model stream serially; return (post-hook response, raw text, raw reasoning)."""
+    pipeline = rt._pipeline
+    hooked = pipeline.has(HookSlot.ON_MODEL_CHUNK)
+    bus = rt.bus
+    emit = rt._emit
+    raw_text: list[str] = []
+    raw_reasoning: list[str] = []
+    out_text: list[str] = []
+    out_reasoning: list[str] = []
+    held_text = held_reasoning = ""
+    index = 0
+    complete: ModelResponse | None = None
+    stream = rt.model.stream(request, cancel=ctx.cancel)
+    try:
+        async for event in stream:
+            kind = event.type
+            if kind == "text_delta" or kind == "reasoning_delta":
+                is_text = kind == "text_delta"
+                (raw_text if is_text else raw_reasoning).append(event.text)
+                if not hooked:
+                    (out_text if is_text else out_reasoning).append(event.text)
+                    if bus.has_listeners(EventTypes.LLM_CHUNK):
+                        emit(EventTypes.LLM_CHUNK, {"kind": "text" if is_text else "reasoning",
+                                                    "text": event.text, "index": index})
+                    index += 1
+                    continue
+                text = held_text + (event.text if is_text else "")
+                reasoning = held_reasoning + ("" if is_text else event.text)
+                decision = await pipeline.on_model_chunk(ModelChunkHookContext(
+                    session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, text=text,
+                    reasoning=reasoning, index=index, final=False, turn=ctx.turn))
+                action = decision.action
+                if action is ModelChunkAction.ABORT:
+                    raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
+                if action is ModelChunkAction.HOLD:
+                    held_text, held_reasoning = text, reasoning
+                    continue
+                held_text = held_reasoning = ""
+                if action is ModelChunkAction.PROCEED:
+                    _deliver(rt, decision.text or "", decision.reasoning or "", index, out_text, out_reasoning)
+                index += 1
+            elif kind == "model_complete":
+                complete = event.response
+            elif kind == "retry":
+                emit(EventTypes.LLM_RETRY, {"turn": ctx.turn, "attempt": event.attempt, "delay": event.delay,
+                                            "error": event.error.model_dump(mode="json")})
+            elif kind == "error":
+                raise event.error.to_error()
+        if held_text or held_reasoning:
+            # Whatever a hook still holds is offered once more, marked final.
+            decision = await pipeline.on_model_chunk(ModelChunkHookContext(
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, text=held_text,
+                reasoning=held_reasoning, index=index, final=True, turn=ctx.turn))
+            if decision.action is ModelChunkAction.ABORT:
+                raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
+            if decision.action is not ModelChunkAction.DROP:
+                _deliver(rt, decision.text or "", decision.reasoning or "", index, out_text, out_reasoning)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    if complete is None:
+        raise ArkError(ErrorLayer.PROVIDER, "provider_incomplete_stream",
+                       "the model stream ended without model_complete; its partial output was not kept")
+    if not hooked:
+        return complete, "".join(raw_text), "".join(raw_reasoning)
+    text = "".join(out_text)
+    reasoning = "".join(out_reasoning)
+    message = AgentMessage.model_construct(
+        role=Role.ASSISTANT, contents=(ContentPart.from_text(text),) if text else (), tool_call_id=None,
+        tool_calls=complete.message.tool_calls,
+        reasoning=(ContentPart.from_text(reasoning),) if reasoning else (), is_error=False)
+    return complete.model_copy(update={"message": message}), "".join(raw_text), "".join(raw_reasoning)
+
+
+def _deliver(rt: AgentRuntime, text: str, reasoning: str, index: int, out_text: list, out_reasoning: list) -> None:
+    if reasoning:
+        out_reasoning.append(reasoning)
+        rt._emit(EventTypes.LLM_CHUNK, {"kind": "reasoning", "text": reasoning, "index": index})
+    if text:
+        out_text.append(text)
+        rt._emit(EventTypes.LLM_CHUNK, {"kind": "text", "text": text, "index": index})

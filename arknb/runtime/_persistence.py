@@ -1,0 +1,97 @@
+"""Persistence phase: every save goes through here (seed 000 §9).
+
+Autosaves (after user input, after model text, after a tool batch) may be skipped by a
+``before_persist_state`` hook. Awaiting-approval, suspend and terminal saves are
+mandatory: ``skip`` is ignored, a secret lint runs first, and a failed terminal save
+marks the session not resumable. A save is never claimed that did not happen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..domain import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability
+from ..events import EventTypes
+from ..hooks import HookSlot, PersistAction, StatePersistenceHookContext
+
+if TYPE_CHECKING:
+    from ._context import RunContext
+    from .runtime import AgentRuntime
+
+__all__ = ["SaveOutcome", "persist", "persist_terminal"]
+
+
+class SaveOutcome:
+    """The result of one save attempt."""
+
+    __slots__ = ("ok", "skipped", "error")
+
+    def __init__(self, ok: bool, skipped: bool = False, error: ArkError | None = None) -> None:
+        self.ok = ok
+        self.skipped = skipped
+        self.error = error
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mandatory: bool = False,
+                  run_error: ErrorInfo | None = None) -> SaveOutcome:
+    """Run the persistence hooks, then save the runtime's state to its storage."""
+    run_id = ctx.run_id if ctx is not None else (rt.state.current_run_id or "")
+    pipeline = rt._pipeline
+    hook_ctx = None
+    if pipeline.has(HookSlot.BEFORE_PERSIST_STATE) or pipeline.has(HookSlot.AFTER_PERSIST_STATE):
+        hook_ctx = StatePersistenceHookContext(session_id=rt.session_id, run_id=run_id, state=rt.state,
+                                               reason=reason, mandatory=mandatory, run_error=run_error)
+        decision = await pipeline.before_persist_state(hook_ctx)
+        if decision.action is PersistAction.SKIP:  # only reachable when not mandatory
+            rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory,
+                                                  "skipped": True, "ok": True, "hook": decision.hook})
+            return SaveOutcome(True, skipped=True)
+        if decision.action is PersistAction.ABORT:
+            error = decision.error or ArkError(
+                ErrorLayer.SECURITY, ErrorCode.HOOK_ABORT,
+                f"hook {decision.hook!r} aborted the {reason} save" + (f": {decision.reason}" if decision.reason else ""))
+            rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False,
+                                                  "ok": False, "error": error.to_dict(), "hook": decision.hook})
+            return SaveOutcome(False, error=error)
+    state = rt._stamp_state()
+    try:
+        if mandatory:
+            rt.secret_lint.check(state)
+        await rt.storage.save(state)
+    except ArkError as exc:
+        error = exc if exc.code == ErrorCode.SECRET_IN_STATE else _save_failed(reason, exc)
+        rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False,
+                                              "ok": False, "error": error.to_dict()})
+        return SaveOutcome(False, error=error)
+    except Exception as exc:  # any storage failure: the save did not happen
+        error = _save_failed(reason, exc)
+        rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False,
+                                              "ok": False, "error": error.to_dict()})
+        return SaveOutcome(False, error=error)
+    rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False, "ok": True})
+    if hook_ctx is not None:
+        await pipeline.after_persist_state(hook_ctx)
+    return SaveOutcome(True)
+
+
+async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: ErrorInfo | None = None,
+                           reason: str = "terminal") -> SaveOutcome:
+    """A mandatory save; if it fails the session is marked not resumable (seed 000 §9.3)."""
+    outcome = await persist(rt, ctx, reason, mandatory=True, run_error=run_error)
+    if outcome.ok:
+        return outcome
+    rt._set_state(not_resumable=True, is_running=False)
+    try:
+        await rt.storage.mark_not_resumable(rt.session_id)
+    except Exception:  # nothing more can be done; the result already says not persisted
+        pass
+    return outcome
+
+
+def _save_failed(reason: str, exc: BaseException) -> ArkError:
+    detail = exc.message if isinstance(exc, ArkError) else f"{type(exc).__name__}: {exc}"
+    return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
+                    f"saving state ({reason}) failed: {detail}", Retryability.CONDITIONAL)

@@ -1,0 +1,182 @@
+"""Tool phase: plan the batch through before_tool_call, then run it, then after_tool_call.
+
+Planning decides each call (seed 000 §5, §8): user hooks first, then the built-in
+approval policy, which defers registered dangerous tools and lets unknown tools through
+so the registry can answer ``tool_not_found`` (seed 000 §10.1). Any defer freezes the
+whole batch: no call of it runs until every deferred call is decided.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
+from ..events import EventTypes
+from ..hooks import HookSlot, ToolCallAction, ToolCallHookContext, ToolResultAction, ToolResultHookContext
+from ..hooks.pipeline import jsonable
+from ..state import DeniedCall
+from ..tools import ToolContext
+from ._model_call import abort_error
+
+if TYPE_CHECKING:
+    from ._context import RunContext
+    from .runtime import AgentRuntime
+
+__all__ = ["BatchPlan", "BatchOutcome", "plan_batch", "execute_batch", "tool_message"]
+
+APPROVAL_POLICY = "approval_policy"
+
+
+@dataclass(slots=True)
+class BatchPlan:
+    """What planning decided for one batch."""
+
+    batch_id: str
+    allowed: list[ToolCall] = field(default_factory=list)
+    denied: list[DeniedCall] = field(default_factory=list)
+    deferred: list[tuple[ToolCall, str, ToolRisk]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class BatchOutcome:
+    """What running a batch produced."""
+
+    stop: bool = False
+    stop_reason: str | None = None
+
+
+def tool_message(call: ToolCall, result: ToolResult) -> AgentMessage:
+    """The history message answering ``call``."""
+    contents = result.contents if result.contents else (ToolResult.from_text("").contents)
+    return AgentMessage.model_construct(role=Role.TOOL, contents=contents, tool_call_id=call.id, tool_calls=(),
+                                        reasoning=(), is_error=result.is_error)
+
+
+def call_payload(call: ToolCall) -> dict:
+    return {"id": call.id, "name": call.name, "arguments_json": call.arguments_json, "index": call.index}
+
+
+def result_payload(result: ToolResult) -> dict:
+    return {"text": result.text, "is_error": result.is_error, "error_code": result.error_code, "stop": result.stop}
+
+
+async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage) -> BatchPlan:
+    """Run before_tool_call for every call, then the approval policy."""
+    plan = BatchPlan(batch_id=rt._new_id("batch"))
+    pipeline = rt._pipeline
+    hooked = pipeline.has(HookSlot.BEFORE_TOOL_CALL)
+    definitions = rt.tools.definitions() if hooked else ()
+    for call in message.tool_calls:
+        if hooked:
+            decision = await pipeline.before_tool_call(ToolCallHookContext(
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, model_message=message,
+                available_tools=definitions, batch_id=plan.batch_id))
+            action = decision.action
+            if action is ToolCallAction.ABORT:
+                raise abort_error("before_tool_call", decision.hook, decision.reason, decision.error)
+            if action is ToolCallAction.DENY:
+                result = decision.synthetic_result or ToolResult.from_text(
+                    f"tool_denied: {decision.reason or 'denied by policy'}", is_error=True)
+                if result.error_code is None:
+                    result = result.model_copy(update={"error_code": ErrorCode.TOOL_DENIED.value})
+                plan.denied.append(DeniedCall(call=call, result=result, reason=decision.reason, hook=decision.hook))
+                continue
+            if action is ToolCallAction.DEFER:
+                plan.deferred.append((call, decision.reason or f"deferred by hook {decision.hook!r}",
+                                      rt.tools.risk_of(call.name) or ToolRisk.SAFE))
+                continue
+            call = decision.call or call
+        # The built-in approval policy runs after the user hooks (DESIGN §7).
+        if rt.require_approval and rt.tools.risk_of(call.name) is ToolRisk.DANGEROUS:
+            reason = f"{call.name} is a dangerous tool and needs approval"
+            rt._emit(EventTypes.HOOK_DECISION, lambda: {
+                "slot": "before_tool_call", "hook": APPROVAL_POLICY, "action": "defer", "reason": reason,
+                "before": jsonable(call), "after": None, "call_id": call.id})
+            plan.deferred.append((call, reason, ToolRisk.DANGEROUS))
+        else:
+            plan.allowed.append(call)
+    return plan
+
+
+async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_message: AgentMessage,
+                        allowed: Iterable[ToolCall], denied: Iterable[DeniedCall]) -> BatchOutcome:
+    """Run the allowed calls concurrently, then after_tool_call per result in call order,
+    then append every answer to history (one per call of ``model_message``)."""
+    allowed = list(allowed)
+    answers: dict[str, tuple[ToolCall, ToolResult]] = {}
+    for item in denied:
+        answers[item.call.id] = (item.call, item.result)
+        rt._emit(EventTypes.TOOL_DENIED, lambda item=item: {
+            "call": call_payload(item.call), "result": result_payload(item.result), "reason": item.reason,
+            "hook": item.hook, "batch_id": batch_id})
+    if allowed:
+        started: dict[str, float] = {}
+        for call in allowed:
+            started[call.id] = time.perf_counter()
+            rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: {"call": call_payload(call), "batch_id": batch_id})
+
+        def on_result(call: ToolCall, result: ToolResult) -> None:
+            rt._emit(EventTypes.TOOL_AFTER, lambda: {
+                "call": call_payload(call), "result": result_payload(result), "batch_id": batch_id,
+                "duration_ms": round((time.perf_counter() - started[call.id]) * 1000, 3)})
+
+        state = rt.state
+
+        def make_context(call: ToolCall) -> ToolContext:
+            return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=state, batch_id=batch_id,
+                               call_id=call.id, cancel=ctx.cancel)
+
+        results = await rt.tools.execute_batch(allowed, make_context, on_result=on_result)
+        for call, result in zip(sorted(allowed, key=lambda c: c.index), results):
+            answers[call.id] = (call, result)
+
+    outcome = BatchOutcome()
+    injected: list[AgentMessage] = []
+    pipeline = rt._pipeline
+    hooked = pipeline.has(HookSlot.AFTER_TOOL_CALL)
+    appended: list[AgentMessage] = []
+    for original in model_message.tool_calls:
+        call, result = answers.get(original.id, (original, None))
+        if result is None:
+            # Should not happen: every call is allowed, denied or deferred-and-decided.
+            result = ToolResult.from_text("tool call was not executed", is_error=True, error_code="not_executed")
+        if hooked:
+            decision = await pipeline.after_tool_call(ToolResultHookContext(
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, result=result,
+                batch_id=batch_id))
+            if decision.action is ToolResultAction.ABORT:
+                # Keep history paired before the run ends: answer every call of the batch.
+                rt._append_history(appended + _unanswered(model_message, appended, "aborted by hook"))
+                raise abort_error("after_tool_call", decision.hook, decision.reason, decision.error)
+            result = decision.result or result
+            injected.extend(decision.injected_messages)
+            if decision.action is ToolResultAction.STOP:
+                outcome.stop = True
+                outcome.stop_reason = decision.reason
+        if result.stop:
+            outcome.stop = True
+        appended.append(tool_message(call, result))
+    # Tool answers stay contiguous after the assistant message; injected messages follow them.
+    rt._append_history(appended + injected)
+    return outcome
+
+
+def _unanswered(model_message: AgentMessage, appended: list[AgentMessage], why: str) -> list[AgentMessage]:
+    answered = {m.tool_call_id for m in appended}
+    return [tool_message(c, ToolResult.from_text(f"not executed: {why}", is_error=True, error_code="not_executed"))
+            for c in model_message.tool_calls if c.id not in answered]
+
+
+def unanswered_calls(history: tuple[AgentMessage, ...]) -> list[ToolCall]:
+    """Tool calls of the last assistant message that have no answer yet."""
+    answered: set[str] = set()
+    for message in reversed(history):
+        if message.role == "tool":
+            answered.add(message.tool_call_id)
+        elif message.role == "assistant":
+            return [c for c in message.tool_calls if c.id not in answered]
+        else:
+            return []
+    return []
