@@ -1,0 +1,27 @@
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["arknb.runtime", "arknb.events", "arknb.domain"])
+def test_core_never_imports_the_widget_stack(module):
+    code = (f"import importlib, sys\n"
+            f"try:\n    importlib.import_module({module!r})\n"
+            f"except ModuleNotFoundError as exc:\n"
+            f"    if exc.name != {module!r}: raise\n"
+            f"    print('absent')\n"
+            f"bad = [m for m in ('anywidget', 'ipywidgets', 'arknb.widgets') if m in sys.modules]\n"
+            f"assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_widgets_package_exports_both_widgets():
+    import arknb.widgets as w
+
+    assert w.__all__ == ["ChatWidget", "TimelineWidget"]
+    from arknb.widgets._base import STATIC
+
+    for name in ("chat.js", "chat.css", "timeline.js", "timeline.css"):
+        assert (STATIC / name).stat().st_size > 1000, name
+    assert "export" in str(w.ChatWidget._esm) and "arknb-timeline" in str(w.TimelineWidget._esm)
