@@ -93,7 +93,7 @@ class SSEServer:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Seen] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -125,6 +125,11 @@ class SSEServer:
             self.replies.clear()
             self.requests.clear()
 
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> bool:
+        """Block until ``count`` requests arrived (use via ``asyncio.to_thread``)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self.requests) >= count, timeout)
+
     def script(self, *replies: Reply | bytes) -> None:
         with self._lock:
             for reply in replies:
@@ -145,6 +150,7 @@ class SSEServer:
                     bytes(raw))
         with self._lock:
             self.requests.append(seen)
+            self._lock.notify_all()
             reply = self.replies.popleft() if self.replies else Reply.json(
                 500, {"error": {"message": "no scripted reply", "type": "test_error"}})
 

@@ -94,6 +94,8 @@ def error_from_status(status: int, body: bytes, *, provider: str,
     except ValueError:
         payload = None
     provider_code, message = parse_envelope(payload)
+    if provider_code is not None:
+        provider_code = redact(provider_code)
     if message is None:
         message = text if payload is None else ""
     if 300 <= status < 400:
@@ -112,6 +114,8 @@ def error_from_envelope(payload: dict[str, Any], *, provider: str,
                         redact: Callable[[str], str] = lambda s: s) -> ArkError:
     """The error for an error object sent inside the stream (or with a 200 JSON body)."""
     provider_code, message = parse_envelope(payload)
+    if provider_code is not None:
+        provider_code = redact(provider_code)
     retryability = Retryability.NEVER
     error = payload.get("error")
     status = None

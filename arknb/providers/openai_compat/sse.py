@@ -38,7 +38,7 @@ async def iter_chunks(response: httpx.Response) -> AsyncIterator[Any]:
             data = event.data
             if not data:
                 continue
-            if data[0] == "[" and data.strip() == "[DONE]":
+            if len(data) < 16 and data.strip() == "[DONE]":
                 yield DONE
                 # Read the rest (normally just the end of the body) so the
                 # connection can go back to the pool instead of being dropped.
