@@ -36,6 +36,8 @@ from .result import AgentRunResult
 
 __all__ = ["AgentRuntime", "RunInput"]
 
+_RESTORE_SEQUENCE_GAP = 10_000
+
 RunInput = str | AgentMessage | ContentPart | Iterable[str | ContentPart | AgentMessage]
 
 
@@ -112,7 +114,9 @@ class AgentRuntime:
             for value in secret_values():
                 self.secret_lint.add(value)
         self._state = state if state is not None else AgentState(session_id=self.session_id)
-        self._seq = self._state.event_sequence
+        # A restored session continues well past its last saved sequence number: the old
+        # process may have published events after that save (e.g. approval.required).
+        self._seq = self._state.event_sequence + (_RESTORE_SEQUENCE_GAP if state is not None else 0)
         self._active: RunContext | None = None
         self._approval_lock = asyncio.Lock()
         self.last_result: AgentRunResult | None = None

@@ -1,0 +1,48 @@
+# arknb: `make demo` and `make test` work on a fresh clone with only Python 3.11+ and Node.
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.arknb-installed
+
+.PHONY: demo demo-terminal test test-fast bundle bundle-check notebooks bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+js/node_modules/.package-lock.json: js/package-lock.json
+	npm ci --prefix js --no-audit --no-fund --loglevel=error
+
+## demo: the scripted agent as a live event stream in the terminal, then JupyterLab on the quickstart
+demo: $(STAMP)
+	$(PY) -m arknb.demo
+	@if [ -n "$$NO_LAB" ] || [ -n "$$CI" ]; then echo "(NO_LAB/CI set: not opening JupyterLab)"; \
+	else $(VENV)/bin/jupyter lab notebooks/01_quickstart.ipynb; fi
+
+demo-terminal: $(STAMP)
+	$(PY) -m arknb.demo
+
+## bundle: rebuild the widget front end into arknb/static
+bundle: js/node_modules/.package-lock.json
+	npm --prefix js run build
+
+## bundle-check: fail if the committed bundle differs from a fresh build
+bundle-check: js/node_modules/.package-lock.json
+	bash js/check_bundle.sh
+
+## test: the whole suite (unit, provider HTTP, widgets, notebooks under nbval, real-browser)
+test: $(STAMP) bundle-check
+	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider --nbval-lax notebooks
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -x --ignore=tests/browser tests
+
+bench: $(STAMP)
+	bash benchmarks/setup_peers.sh
+	benchmarks/.peers-venv/bin/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) js/node_modules test-results .pytest_cache

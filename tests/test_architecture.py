@@ -1,0 +1,71 @@
+"""The dependency rule of DESIGN §1, checked on the source (not left to goodwill)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "arknb"
+
+# What each part of arknb may import from arknb (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "domain": set(),
+    "events": {"domain"},
+    "hooks": {"domain", "events"},
+    "state": {"domain"},
+    "tools": {"domain"},
+    "providers": {"domain", "events"},
+    "controller": {"domain", "events", "state"},
+    "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
+    "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
+}
+
+
+def _part(path: pathlib.Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _arknb_imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    depth = len(path.relative_to(PACKAGE).parts) - 1  # folders below arknb/
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("arknb."):
+                    found.add(alias.name.split(".")[1])
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module and node.module.startswith("arknb."):
+                found.add(node.module.split(".")[1])
+            elif node.level > 0:
+                up = node.level - 1
+                if up >= depth:  # reaches the arknb package itself
+                    target = (node.module or "").split(".")[0]
+                    if target:
+                        found.add(target)
+                    else:
+                        found.update(a.name for a in node.names)
+    return found
+
+
+SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if _part(p) in ALLOWED)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_imports_only_what_the_dependency_rule_allows(path: pathlib.Path) -> None:
+    part = _part(path)
+    illegal = _arknb_imports(path) - ALLOWED[part] - {part}
+    assert not illegal, f"{path.relative_to(PACKAGE)} ({part}) imports {sorted(illegal)}; DESIGN §1 forbids it"
+
+
+def test_importing_the_runtime_does_not_import_the_widget_stack() -> None:
+    code = ("import sys, arknb, arknb.runtime; "
+            "bad = [m for m in ('ipywidgets', 'anywidget', 'arknb.widgets') if m in sys.modules]; "
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing arknb pulled in: {out.stdout.strip()}"
