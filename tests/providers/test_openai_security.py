@@ -174,3 +174,9 @@ def test_profiles_declare_their_differences():
     assert lo.think_tags and not lo.requires_api_key
     assert (oa.api_key_env, ds.api_key_env, zp.api_key_env) == ("OPENAI_API_KEY", "DEEPSEEK_API_KEY",
                                                                 "ZHIPUAI_API_KEY")
+
+
+def test_secret_values_for_the_runtime_secret_lint():
+    client = OpenAICompatibleClient(local(), api_key=KEY, model="m")
+    (value,) = client.secret_values()
+    assert isinstance(value, SecretStr) and value.get_secret_value() == KEY and KEY not in repr(value)

@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Callable, Coroutine, Mapping, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
+from pydantic import SecretStr
 
 from ...domain import (
     ArkError, CancellationToken, ErrorLayer, ModelComplete, ModelRequest, ModelResponse, ModelStart, Retryability,
@@ -167,6 +168,11 @@ class OpenAICompatibleClient:
     def model(self) -> str:
         """The default model name."""
         return self._model
+
+    def secret_values(self) -> tuple[SecretStr, ...]:
+        """The API key(s) as ``SecretStr``, for the runtime's secret lint (state is
+        scanned for them before every save); never shown anywhere."""
+        return self._key.known()
 
     def __repr__(self) -> str:
         return (f"OpenAICompatibleClient(provider={self._profile.provider_id!r}, model={self._model!r}, "

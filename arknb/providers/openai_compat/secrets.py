@@ -84,6 +84,11 @@ class ApiKey:
             self._seen.add(plain)
         return plain
 
+    def known(self) -> tuple[SecretStr, ...]:
+        """The keys known so far (the static key and any a provider returned), still wrapped."""
+        values = {self._source.get_secret_value()} if isinstance(self._source, SecretStr) else set()
+        return tuple(SecretStr(v) for v in sorted(values | self._seen))
+
     def redact(self, text: str) -> str:
         """``text`` with every key this object has handed out replaced by ``***``."""
         for secret in self._seen:
