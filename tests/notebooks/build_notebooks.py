@@ -395,7 +395,7 @@ what the card's buttons decide.
     code("""
 result = await handle
 print("stop_reason:", result.stop_reason)
-pending = await runtime.controller.list_pending_approvals()
+pending = runtime.controller.list_pending_approvals()
 for item in pending:
     print(item.tool_call.name, item.tool_call.arguments, item.risk_level, item.decision)
 """),
@@ -403,18 +403,20 @@ for item in pending:
 decision = await runtime.controller.approve(pending[0].approval_id)
 print("ok:", decision.ok, "| decision:", decision.decision, "| all decided:", decision.all_decided)
 
-# Deciding the last item resumes the run in the background; wait for it here.
-result = await runtime.wait()
+# Deciding the last item continues the run in the background; wait for it here.
+result = await runtime.current_run
 print("stop_reason:", result.stop_reason)
 print("final text: ", result.final_message.text)
 """),
     md("""
-Decisions are idempotent: approving again reports success without running anything
-twice.
+That batch is resolved and gone, so deciding it again is refused with a clear
+error, and nothing runs twice. (While a batch is still pending, deciding one of its
+items a second time is an idempotent success reporting the first decision.)
 """),
     code("""
 again = await runtime.controller.approve(pending[0].approval_id)
-print("ok:", again.ok, "| decision:", again.decision)
+print("ok:", again.ok, "| error:", again.error.code if again.error else None)
+print("model calls so far:", len(model.requests))
 """),
     md("""
 ## Deny
@@ -427,10 +429,10 @@ handle = runtime.start("Clear /var/log/app as well.")
 """),
     code("""
 result = await handle
-pending = await runtime.controller.list_pending_approvals()
+pending = runtime.controller.list_pending_approvals()
 decision = await runtime.controller.deny(pending[0].approval_id, reason="logs are still needed")
 print("ok:", decision.ok, "| decision:", decision.decision)
-result = await runtime.wait()
+result = await runtime.current_run
 print("stop_reason:", result.stop_reason)
 print("final text: ", result.final_message.text)
 """),
@@ -463,7 +465,7 @@ restored_model = ark.ScriptedModel(["Done: /tmp/build is cleared."])
 restored = await ark.AgentRuntime.restore(
     SESSION, storage=ark.FileStateStorage(STATE_DIR), model=restored_model, tools=TOOLS
 )
-pending = await restored.controller.list_pending_approvals()
+pending = restored.controller.list_pending_approvals()
 for item in pending:
     print(item.tool_call.name, item.tool_call.arguments, item.decision)
 """),
@@ -473,7 +475,7 @@ ark.ChatWidget(restored)
 """),
     code("""
 decision = await restored.controller.approve(pending[0].approval_id)
-result = await restored.wait()
+result = await restored.current_run
 print("stop_reason:", result.stop_reason)
 print("final text: ", result.final_message.text)
 """),
@@ -561,26 +563,27 @@ their results are ordered by call index:
 for e in events:
     if e["type"] == ark.EventTypes.TOOL_AFTER:
         p = e["payload"]
-        print(p["call"]["id"], p["call"]["name"], "->", p["result"]["contents"][0]["text"])
+        print(p["call"]["id"], p["call"]["name"], "->", p["result"]["text"])
 """),
     md("""
 Spans are what the waterfall draws (times are seconds from the first event):
 """),
     code("""
 for span in timeline.spans():
-    print(f"{span['kind']:<6} {span['label']}")
+    label = "(run id)" if span["kind"] == "run" else span["label"]
+    print(f"{span['kind']:<6} {label:<20} {span['status']}")
 """),
     md("""
 ## Export
 
-`export_jsonl` writes one event per line; it is also the **Export** button in the
+`to_jsonl` writes one event per line; it is also the **Export** button in the
 widget. Any tool that reads JSON lines can take it from there.
 """),
     code("""
 path = Path(tempfile.mkdtemp()) / "trace.jsonl"
-timeline.export_jsonl(path)
+count = timeline.to_jsonl(path)
 lines = path.read_text().splitlines()
-print(len(lines), "lines")
+print(count, "events,", len(lines), "lines")
 print(sorted(json.loads(lines[0])))
 """),
     md("""
@@ -620,7 +623,7 @@ from arknb.providers.openai_compat import OpenAICompatibleClient
 |---|---|---|
 | OpenAI | `providers.openai()` | `OPENAI_API_KEY` |
 | DeepSeek | `providers.deepseek()` | `DEEPSEEK_API_KEY` |
-| Zhipu (GLM) | `providers.zhipu()` | `ZHIPU_API_KEY` |
+| Zhipu (GLM) | `providers.zhipu()` | `ZHIPUAI_API_KEY` |
 | Ollama, vLLM, llama.cpp | `providers.local("http://127.0.0.1:11434/v1")` | none |
 """),
     code("""
