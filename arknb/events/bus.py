@@ -65,8 +65,14 @@ class EventBus:
         entry = _Entry(listener)
         # Copy-on-write tuples: publish iterates a snapshot without copying it.
         self._by_type[event_type] = self._by_type.get(event_type, ()) + (entry,)
+        # The unsubscribe function forgets the entry once used, so a caller that keeps it
+        # (e.g. a widget attribute) does not keep the listener alive (seed 000 §7.3: no leak).
+        holder = [entry]
 
         def unsubscribe() -> None:
+            if not holder:
+                return
+            entry = holder.pop()
             current = self._by_type.get(event_type, ())
             if entry in current:
                 remaining = tuple(e for e in current if e is not entry)
@@ -121,6 +127,12 @@ class EventBus:
         A second handler for the same type raises ``request_handler_duplicate``.
         Returns a function that unregisters it.
         """
+        if not isinstance(event_type, str) or not event_type:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"event_type must be a non-empty string, got {event_type!r}")
+        if not callable(handler):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"handler must be callable, got {type(handler).__name__}")
         if event_type in self._handlers:
             raise ArkError(ErrorLayer.CONFIG, ErrorCode.REQUEST_HANDLER_DUPLICATE,
                            f"a request handler for {event_type!r} is already registered")
