@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import AsyncIterator, Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from ..domain import (
     AgentMessage, ArkError, CancellationToken, ContentPart, ErrorCode, ErrorLayer, FinishReason, Role,
@@ -55,6 +55,7 @@ class ScriptedTurn(BaseModel):
     chunk_delay: float = Field(default=0.0, ge=0.0)
     finish_reason: FinishReason | None = None
     error: ArkError | None = None
+    _events: tuple | None = PrivateAttr(default=None)
 
     @field_validator("text", "reasoning", mode="before")
     @classmethod
@@ -107,7 +108,6 @@ class ScriptedModel:
         self.requests: list[ModelRequest] = []
         self.closed_streams = 0
         self._next = 0
-        self._events = [self._prebuild(t) for t in self.turns]
 
     @property
     def remaining(self) -> int:
@@ -116,7 +116,10 @@ class ScriptedModel:
 
     @staticmethod
     def _prebuild(turn: ScriptedTurn) -> tuple[StreamingEvent, ...]:
-        # Built once: a scripted stream replays the same immutable events every time.
+        # Built once per turn and kept on it: a scripted stream replays the same
+        # immutable events every time, across models that share the turn.
+        if turn._events is not None:
+            return turn._events
         events: list[StreamingEvent] = [ModelStart.model_construct(type="model_start", model="scripted")]
         events += [ReasoningDelta.model_construct(type="reasoning_delta", text=c) for c in turn.reasoning]
         events += [TextDelta.model_construct(type="text_delta", text=c) for c in turn.text]
@@ -126,7 +129,8 @@ class ScriptedModel:
         if turn.usage is not None:
             events.append(UsageUpdate.model_construct(type="usage", usage=turn.usage))
         events.append(ModelComplete.model_construct(type="model_complete", response=turn.response()))
-        return tuple(events)
+        turn._events = tuple(events)
+        return turn._events
 
     def _take(self, request: ModelRequest) -> int:
         if not isinstance(request, ModelRequest):
@@ -147,7 +151,7 @@ class ScriptedModel:
         index = self._take(request)
         turn = self.turns[index]
         delay = turn.chunk_delay
-        events = self._events[index]
+        events = self._prebuild(turn)
         last = len(events) - 1
         finished = False
         try:

@@ -59,7 +59,8 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
     state = rt._stamp_state()
     try:
         if mandatory:
-            rt.secret_lint.check(state)
+            rt.secret_lint.check(state, history_from=rt._linted_history)
+            rt._linted_history = len(state.history)
         await rt.storage.save(state)
     except ArkError as exc:
         error = exc if exc.code == ErrorCode.SECRET_IN_STATE else _save_failed(reason, exc)

@@ -118,6 +118,7 @@ class AgentRuntime:
         # process may have published events after that save (e.g. approval.required).
         self._seq = self._state.event_sequence + (_RESTORE_SEQUENCE_GAP if state is not None else 0)
         self._active: RunContext | None = None
+        self._linted_history = 0  # history is append-only: the secret lint scans only new messages
         self._approval_lock = asyncio.Lock()
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""

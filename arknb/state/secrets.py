@@ -84,15 +84,27 @@ class SecretLint:
         findings.extend(_DESCRIPTIONS[kind] for kind in _DESCRIPTIONS if kind in seen)
         return findings
 
-    def check(self, state: AgentState) -> None:
+    def check(self, state: AgentState, *, history_from: int = 0) -> None:
         """Raise if ``state`` holds a credential.
+
+        Args:
+            state: the state about to be saved.
+            history_from: messages before this index were already checked (the runtime's
+                history only grows), so only the new ones and the other fields are scanned.
 
         Raises:
             ArkError: ``secret_in_state`` (security); the message says what was found
                 and where (``history[2]``, ``metadata``, ...), never the secret.
         """
-        if not self.scan(state.to_json()):
-            return
+        if history_from <= 0:
+            if not self.scan(state.to_json()):
+                return
+        else:
+            new = state.history[history_from:]
+            parts = [m.model_dump_json() for m in new]
+            parts.append(state.model_dump_json(exclude={"history"}))
+            if not any(self.scan(part) for part in parts):
+                return
         # Slow path, only on failure: find which part of the state holds each finding.
         located: list[str] = []
         for index, message in enumerate(state.history):

@@ -72,10 +72,11 @@ class StateStorage(Protocol):
 
 
 class MemoryStateStorage:
-    """Keeps sessions in a dict of JSON texts: for tests, tutorials and throwaway runs.
+    """Keeps sessions in memory: for tests, tutorials and throwaway runs (the default).
 
-    Storing text means a loaded state is a fresh parse: nothing a caller does to a
-    saved or loaded object can leak into what is stored.
+    ``AgentState`` is immutable, so a save keeps the value itself (O(1), no matter how
+    long the history); ``load`` hands out a deep copy, so nothing a caller does to a
+    loaded object (e.g. its ``metadata`` dict) can leak into what is stored.
 
     Example:
         >>> storage = MemoryStateStorage()
@@ -85,18 +86,18 @@ class MemoryStateStorage:
     """
 
     def __init__(self) -> None:
-        self._texts: dict[str, str] = {}
+        self._states: dict[str, AgentState] = {}
         self._not_resumable: set[str] = set()
 
     async def load(self, session_id: str) -> AgentState | None:
         """See :meth:`StateStorage.load`. A session that was only marked not resumable
         comes back as an empty state with ``not_resumable=True``."""
         validate_session_id(session_id)
-        text = self._texts.get(session_id)
+        state = self._states.get(session_id)
         marked = session_id in self._not_resumable
-        if text is None:
+        if state is None:
             return AgentState(session_id=session_id, not_resumable=True) if marked else None
-        state = AgentState.from_json(text, source=f"memory session {session_id!r}")
+        state = state.model_copy(deep=True)
         return state.model_copy(update={"not_resumable": True}) if marked else state
 
     async def save(self, state: AgentState) -> None:
@@ -105,28 +106,30 @@ class MemoryStateStorage:
         if not isinstance(state, AgentState):
             raise invalid_argument(f"save expects an AgentState, got {type(state).__name__}")
         session_id = validate_session_id(state.session_id)
-        self._texts[session_id] = state.to_json()
+        # A saved state's dicts are copied once, so later in-place edits by the caller cannot leak in.
+        self._states[session_id] = state.model_copy(
+            update={"metadata": dict(state.metadata),
+                    "pending_decision": dict(state.pending_decision) if state.pending_decision else None})
         self._not_resumable.discard(session_id)
 
     async def mark_not_resumable(self, session_id: str) -> None:
         """See :meth:`StateStorage.mark_not_resumable`."""
         validate_session_id(session_id)
-        text = self._texts.get(session_id)
-        if text is None:
+        state = self._states.get(session_id)
+        if state is None:
             self._not_resumable.add(session_id)
             return
-        state = AgentState.from_json(text, source=f"memory session {session_id!r}")
-        self._texts[session_id] = state.model_copy(update={"not_resumable": True}).to_json()
+        self._states[session_id] = state.model_copy(update={"not_resumable": True})
 
     async def delete(self, session_id: str) -> None:
         """See :meth:`StateStorage.delete`."""
         validate_session_id(session_id)
-        self._texts.pop(session_id, None)
+        self._states.pop(session_id, None)
         self._not_resumable.discard(session_id)
 
     async def list_sessions(self) -> list[str]:
         """See :meth:`StateStorage.list_sessions`."""
-        return sorted(self._texts.keys() | self._not_resumable)
+        return sorted(self._states.keys() | self._not_resumable)
 
     def __repr__(self) -> str:
-        return f"MemoryStateStorage(sessions={len(self._texts)})"
+        return f"MemoryStateStorage(sessions={len(self._states)})"
