@@ -18,6 +18,7 @@ Every non-trivial outcome is published as ``hook.decision`` with before/after va
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, Callable
 
 from pydantic import BaseModel
@@ -202,7 +203,9 @@ class HookPipeline:
             if result.action is not ToolCallAction.PROCEED:
                 self._decision(HookSlot.BEFORE_TOOL_CALL, entry.name, result.action.value, result.reason,
                                call, result.synthetic_result, call_id=original_id)
-                return result.by(entry.name)
+                # Carry the call as rewritten by the earlier hooks: a deferred call waits for
+                # approval in that form (DESIGN §7).
+                return dataclasses.replace(result.by(entry.name), call=call)
             if result.call is not None and result.call != call:
                 new_call = result.call
                 if new_call.id != original_id:

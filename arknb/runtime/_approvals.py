@@ -11,9 +11,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..domain import ArkError, ErrorCode, ErrorLayer, ToolResult
+from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability, ToolResult
 from ..events import EventTypes
-from ..hooks.pipeline import jsonable
 from ..state import (
     ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
 )
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["apply_decision", "build_batch", "freeze_for_approval", "resolved_calls"]
+__all__ = ["apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval", "resolved_calls"]
 
 LOOP_BATCH_PREFIX = "loop_"
 
@@ -43,7 +42,9 @@ def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_messag
 async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch,
                               reason: str = "awaiting_approval") -> ArkError | None:
     """Save the pending batch (mandatory), then publish; returns the error if the save failed."""
-    rt._set_state(pending_approval=batch, is_running=True)
+    waiting = awaiting_approval_error(batch)
+    rt._set_state(pending_approval=batch, is_running=True, last_stop_reason="awaiting_approval",
+                  last_error=waiting.info())
     saved = await persist_terminal(rt, ctx, reason="awaiting_approval")
     if not saved.ok:
         # Not saved means not resumable: drop the batch and answer its calls so history stays paired.
@@ -54,10 +55,24 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
             + (saved.error.message if saved.error else "unknown storage failure"))
         rt._answer_unanswered(f"not executed: {error.code}")
         return error
+    # Whole items (defaults included): a listener reads item["decision"] like the saved batch.
     rt._emit(EventTypes.APPROVAL_REQUIRED, lambda: {
-        "batch_id": batch.batch_id, "items": [jsonable(i) for i in batch.items], "kind": _kind(batch)})
-    rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id})
+        "batch_id": batch.batch_id, "items": _items(batch), "kind": _kind(batch)})
+    rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()})
     return None
+
+
+def awaiting_approval_error(batch: PendingApprovalBatch) -> ArkError:
+    """What a run waiting for approval reports: ``awaiting_approval`` (security), a resumable
+    pause rather than a failure; the stop reason and this code go together (seed 000 §11)."""
+    names = ", ".join(item.tool_call.name for item in batch.items)
+    return ArkError(ErrorLayer.SECURITY, ErrorCode.AWAITING_APPROVAL,
+                    f"{len(batch.items)} tool call(s) wait for approval ({names}): decide them with "
+                    "runtime.controller.approve/deny and the run continues", Retryability.CONDITIONAL)
+
+
+def _items(batch: PendingApprovalBatch) -> list[dict]:
+    return [item.model_dump(mode="json") for item in batch.items]
 
 
 def _kind(batch: PendingApprovalBatch) -> str:
@@ -87,7 +102,7 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
         await persist(rt, None, "approval_decision", mandatory=True)
         return ApprovalDecisionResult.success(approval_id, decision, False)
     rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
-        "batch_id": batch.batch_id, "items": [jsonable(i) for i in batch.items]}, run_id=batch.run_id)
+        "batch_id": batch.batch_id, "items": _items(batch)}, run_id=batch.run_id)
     rt._continue_after_approval(batch)
     return ApprovalDecisionResult.success(approval_id, decision, True)
 

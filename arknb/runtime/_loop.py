@@ -19,7 +19,7 @@ from ..hooks import (
 )
 from ..hooks.pipeline import jsonable
 from ..state import PendingApprovalBatch
-from ._approvals import LOOP_BATCH_PREFIX, build_batch, freeze_for_approval, resolved_calls
+from ._approvals import LOOP_BATCH_PREFIX, awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal
 from ._tool_batch import BatchPlan, execute_batch, plan_batch
@@ -186,9 +186,10 @@ async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRun
         error = await freeze_for_approval(rt, ctx, step.batch)
         if error is not None:
             return await _finish(rt, ctx, StopReason.FAILED, error=error, saved_already=False)
-        return await _finish(rt, ctx, StopReason.AWAITING_APPROVAL, saved_already=True)
+        return await _finish(rt, ctx, StopReason.AWAITING_APPROVAL, error=awaiting_approval_error(step.batch),
+                             saved_already=True)
     if step.stop_reason is StopReason.SUSPENDED:
-        rt._set_state(is_running=True)
+        rt._set_state(is_running=True, last_stop_reason=StopReason.SUSPENDED.value)
         saved = await persist_terminal(rt, ctx, reason="suspend")
         if not saved.ok:
             return await _finish(rt, ctx, StopReason.FAILED, error=_save_error(saved.error), saved_already=False,

@@ -74,6 +74,7 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage) -
                 session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, model_message=message,
                 available_tools=definitions, batch_id=plan.batch_id))
             action = decision.action
+            call = decision.call or call  # as rewritten by the hooks, also when denied or deferred
             if action is ToolCallAction.ABORT:
                 raise abort_error("before_tool_call", decision.hook, decision.reason, decision.error)
             if action is ToolCallAction.DENY:
@@ -87,7 +88,6 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage) -
                 plan.deferred.append((call, decision.reason or f"deferred by hook {decision.hook!r}",
                                       rt.tools.risk_of(call.name) or ToolRisk.SAFE))
                 continue
-            call = decision.call or call
         # The built-in approval policy runs after the user hooks (DESIGN §7).
         if rt.require_approval and rt.tools.risk_of(call.name) is ToolRisk.DANGEROUS:
             reason = f"{call.name} is a dangerous tool and needs approval"
