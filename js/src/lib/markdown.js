@@ -33,7 +33,7 @@ export function markdownFragment(text) {
     frag.append(document.createTextNode(String(text ?? "")));
     return frag;
   }
-  const frag = DOMPurify.sanitize(html, CONFIG);
+  const frag = DOMPurify.sanitize(html.trim(), CONFIG);
   // Workshops are offline and a remote image is a request we did not ask for:
   // keep only inline data images, show the alt text for the rest.
   for (const img of frag.querySelectorAll("img")) {
