@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Iterable
 
-from ..domain import AgentMessage, ArkError, ModelRequest, ModelResponse, ToolCall, ToolResult
+from ..domain import AgentMessage, ArkError, ModelRequest, ModelResponse, ToolCall, ToolResult, invalid_argument
 
 __all__ = [
     "BeforeRunAction", "BeforeRunHookResult", "ModelCallAction", "ModelCallHookResult",
@@ -41,6 +41,7 @@ class _Result:
         if self._token is not _FACTORY:
             raise TypeError(f"build {type(self).__name__} with its factory classmethods "
                             f"(e.g. {type(self).__name__}.proceed(...)), not the constructor")
+        _check_fields(self)
 
     def by(self, hook: str):
         """A copy attributed to ``hook`` (used by the pipeline)."""
@@ -92,7 +93,7 @@ class ModelCallHookResult(_Result):
     @classmethod
     def respond(cls, response: ModelResponse, reason: str | None = None) -> ModelCallHookResult:
         if not isinstance(response, ModelResponse):
-            raise TypeError(f"respond() expects a ModelResponse, got {type(response).__name__}")
+            raise invalid_argument(f"respond() needs response: a ModelResponse, got {type(response).__name__}")
         return cls(ModelCallAction.RESPOND, response=response, reason=reason, _token=_FACTORY)
 
     @classmethod
@@ -266,3 +267,27 @@ class StatePersistenceHookResult(_Result):
 
 
 _CONTINUING = frozenset({"proceed", "accept"})
+
+# What each optional field must hold when given; a tuple type means "a sequence of".
+_FIELD_TYPES: dict[str, Any] = {
+    "reason": str, "error": ArkError, "hook": str, "input": (AgentMessage,), "request": ModelRequest,
+    "response": ModelResponse, "text": str, "reasoning": str, "call": ToolCall, "synthetic_result": ToolResult,
+    "result": ToolResult, "injected_messages": (AgentMessage,), "messages": (AgentMessage,),
+}
+
+
+def _check_fields(result: _Result) -> None:
+    """A wrong type given to a factory fails here, naming the field, not later inside the run."""
+    name = type(result).__name__
+    for field_name, expected in _FIELD_TYPES.items():
+        value = getattr(result, field_name, None)
+        if value is None:
+            continue
+        if isinstance(expected, tuple):
+            bad = [type(v).__name__ for v in value if not isinstance(v, expected[0])]
+            if bad:
+                raise invalid_argument(f"{name} {field_name} must hold {expected[0].__name__} values, "
+                                       f"got {', '.join(bad)}")
+        elif not isinstance(value, expected):
+            raise invalid_argument(f"{name} {field_name} must be a {expected.__name__} or None, "
+                                   f"got {type(value).__name__}")
