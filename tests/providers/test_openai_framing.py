@@ -117,7 +117,7 @@ def test_one_byte_at_a_time():
     assert summary(events) == summary(REFERENCE[1])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=len(BODY) - 1), max_size=40))
 def test_random_splits_never_change_the_response(cuts):
     done, events, response = asyncio.run(assemble(split(BODY, cuts)))
@@ -126,7 +126,7 @@ def test_random_splits_never_change_the_response(cuts):
     assert summary(events) == summary(REFERENCE[1])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("<>/thinkx \n思")), max_size=30),
        st.text(alphabet=st.sampled_from(list("<>/thinkx \n答")), max_size=30),
        st.lists(st.integers(min_value=0, max_value=80), max_size=8))
@@ -160,7 +160,7 @@ def test_unterminated_last_event_is_not_dispatched():
     assert not done
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(min_value=1, max_value=len(BODY) - 1), min_size=1, max_size=12))
 def test_random_splits_through_the_loopback_server(_sse_server_session, cuts):
     server = _sse_server_session

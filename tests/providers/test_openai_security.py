@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from arknb.domain import AgentMessage, ArkError, ModelConfig, ModelRequest, StreamingEventAdapter
 from arknb.providers.openai_compat import (
-    ApiKey, OpenAICompatibleClient, RetryPolicy, deepseek, from_env, local, openai, zhipu,
+    ApiKey, OpenAICompatibleClient, deepseek, from_env, local, openai, zhipu,
 )
 from openai_sse_server import Reply, chunk, sse
 

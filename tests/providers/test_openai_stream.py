@@ -250,7 +250,6 @@ async def test_zhipu_extensions_go_into_the_body(server, make_client):
     await client.generate(req(extensions={"thinking": True, "tool_stream": True}))
     body = server.requests[0].body
     assert body["thinking"] == {"type": "enabled"} and body["tool_stream"] is True
-    assert body["max_tokens"] if "max_tokens" in body else True
 
 
 async def test_images_refused_by_a_profile_without_them(server, make_client):

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from contextlib import aclosing
 from typing import Any, AsyncIterator, Callable, Coroutine, Mapping, TypeVar
 from urllib.parse import urlsplit
 
@@ -264,6 +265,56 @@ class OpenAICompatibleClient:
         return _Failed(error, retry_after_seconds(response.headers),
                        None if should is None else should.lower() == "true")
 
+    async def _read(self, response: httpx.Response, assembler: StreamAssembler, guard: _Guard,
+                    first: float | None, deadline: float | None) -> AsyncIterator[StreamingEvent]:
+        """The events of one HTTP response; raises ``_Failed`` for anything but a complete stream."""
+        provider = self._profile.provider_id
+        if response.status_code != 200:
+            raise await self._status_failure(response, guard, deadline)
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind == "application/json":   # a server that ignored stream=true, or an error with 200
+            raw = await self._io(guard, response.aread(), "output", _left(first, self._clock), deadline)
+            for event in assembler.feed(_json_body(raw, provider, self._key.redact)):
+                yield event
+            return
+        if kind != "text/event-stream":
+            raise _Failed(ArkError(ErrorLayer.PROVIDER, "provider_bad_response",
+                                   f"{provider} answered with content-type {kind or 'none'!r}, "
+                                   "expected text/event-stream", status_code=response.status_code))
+        idle = self._timeouts.idle
+        chunks = iter_chunks(response)
+        done = started = False
+        try:
+            while True:
+                try:
+                    chunk = await self._io(guard, chunks.__anext__(), "event" if started else "output",
+                                           idle if started else _left(first, self._clock), deadline)
+                except StopAsyncIteration:
+                    break
+                started = True
+                if chunk is DONE:
+                    done = True
+                    break
+                if not isinstance(chunk, dict):
+                    continue
+                if chunk.get("error"):
+                    raise _Failed(error_from_envelope(chunk, provider=provider, redact=self._key.redact))
+                for event in assembler.feed(chunk):
+                    yield event
+            if done:   # read the end of the body so the connection goes back to the pool
+                try:
+                    await self._io(guard, chunks.__anext__(), "end", _DRAIN_TIMEOUT, None)
+                except (StopAsyncIteration, _Failed):
+                    pass
+        finally:
+            await chunks.aclose()
+        if not done:
+            raise _Failed(ArkError(ErrorLayer.PROVIDER, "provider_stream_incomplete",
+                                   f"{provider} closed the stream before [DONE]; the partial answer was discarded",
+                                   Retryability.SAFE))
+        for event in assembler.flush():
+            yield event
+
     async def stream(self, request: ModelRequest, *,
                      cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:
         """Stream one model call; see the module docstring for the event order."""
@@ -288,67 +339,13 @@ class OpenAICompatibleClient:
                     _log.debug("POST %s model=%s attempt=%d", profile.chat_url, body["model"], attempt)
                     # The first-output limit runs from sending the request to the first event.
                     first = None if timeouts.first_output is None else self._clock() + timeouts.first_output
-
-                    def first_left() -> float | None:
-                        return None if first is None else first - self._clock()
-
                     response = await self._io(
                         guard, self._http.send(http_request, stream=True, follow_redirects=False),
-                        "output", first_left(), deadline)
+                        "output", _left(first, self._clock), deadline)
                     try:
-                        if response.status_code != 200:
-                            raise await self._status_failure(response, guard, deadline)
-                        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-                        if kind == "application/json":
-                            raw = await self._io(guard, response.aread(), "output", first_left(), deadline)
-                            chunks: AsyncIterator[Any] | None = None
-                            single = _json_body(raw, profile.provider_id, self._key.redact)
-                        elif kind == "text/event-stream":
-                            chunks, single = iter_chunks(response), None
-                        else:
-                            raise _Failed(ArkError(
-                                ErrorLayer.PROVIDER, "provider_bad_response",
-                                f"{profile.provider_id} answered with content-type {kind or 'none'!r}, "
-                                "expected text/event-stream", status_code=response.status_code))
-                        if single is not None:   # a server that ignored stream=true
-                            for event in assembler.feed(single):
+                        async with aclosing(self._read(response, assembler, guard, first, deadline)) as events:
+                            async for event in events:
                                 yield event
-                            done = True
-                        else:
-                            done = False
-                            try:
-                                started = False
-                                while True:
-                                    try:
-                                        chunk = await self._io(
-                                            guard, chunks.__anext__(), "event" if started else "output",
-                                            timeouts.idle if started else first_left(), deadline)
-                                    except StopAsyncIteration:
-                                        break
-                                    started = True
-                                    if chunk is DONE:
-                                        done = True
-                                        break
-                                    if isinstance(chunk, dict) and chunk.get("error"):
-                                        raise _Failed(error_from_envelope(chunk, provider=profile.provider_id,
-                                                                          redact=self._key.redact))
-                                    if isinstance(chunk, dict):
-                                        for event in assembler.feed(chunk):
-                                            yield event
-                                if done:   # let the connection go back to the pool
-                                    try:
-                                        await self._io(guard, chunks.__anext__(), "end", _DRAIN_TIMEOUT, None)
-                                    except (StopAsyncIteration, _Failed):
-                                        pass
-                            finally:
-                                await chunks.aclose()
-                        if not done:
-                            raise _Failed(ArkError(
-                                ErrorLayer.PROVIDER, "provider_stream_incomplete",
-                                f"{profile.provider_id} closed the stream before [DONE]; the partial answer "
-                                "was discarded", Retryability.SAFE))
-                        for event in assembler.flush():
-                            yield event
                         result = assembler.finish()
                     finally:
                         await response.aclose()
@@ -373,6 +370,10 @@ class OpenAICompatibleClient:
                 await guard.run(policy.sleep(delay), None)
         finally:
             guard.release()
+
+
+def _left(until: float | None, clock: Callable[[], float]) -> float | None:
+    return None if until is None else until - clock()
 
 
 def _json_body(raw: bytes, provider: str, redact: Callable[[str], str]) -> dict[str, Any]:
