@@ -88,6 +88,12 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
         return ApprovalDecisionResult.failure(approval_id, ArkError(
             ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
             f"no pending approval with id {approval_id!r} (unknown, or its batch was already resolved)"))
+    if rt.state.not_resumable:
+        # Deciding the last item would continue the run: a session marked not resumable
+        # must never be continued, whatever its saved batch says (seed 000 §9.3).
+        return ApprovalDecisionResult.failure(approval_id, ArkError(
+            ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
+            f"session {rt.session_id!r} is marked not resumable, so its pending approvals cannot be decided"))
     if not item.is_pending():
         # Seed 000 §6.4: deciding again is an idempotent success reporting the current decision.
         return ApprovalDecisionResult.success(approval_id, item.decision, batch.all_decided())
