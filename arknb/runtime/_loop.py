@@ -225,6 +225,9 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
     ctx.finishing = True
     if reason is StopReason.CANCELLED:
         rt._answer_unanswered("not executed: the run was cancelled")
+    elif not reason.resumable:
+        # Seed 003 §4.3: a checkpoint only with every call paired (e.g. an abort in before_tool_call).
+        rt._answer_unanswered(f"not executed: the run ended {reason.value}")
     rt._set_state(is_running=reason.resumable, last_error=error.info() if error else None,
                   last_stop_reason=reason.value)
     if not saved_already:
