@@ -34,7 +34,10 @@ from .state import (
 )
 
 # providers
-from .providers import LLMClient, ScriptedModel, ScriptedTurn
+from .providers import (
+    LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, ScriptedModel, ScriptedTurn, Timeouts,
+    profiles,
+)
 
 # runtime
 from .controller import AgentController, ApprovalHost
@@ -57,7 +60,7 @@ __all__ = [
     "BeforeRunAction", "BeforeRunHookContext", "BeforeRunHookResult", "CancellationToken", "ChatWidget",
     "ContentKind", "ContentPart", "ErrorCode", "ErrorInfo", "ErrorLayer", "EventBus", "EventTypes",
     "FileStateStorage", "FinishReason", "HookPipeline", "HookRegistry", "HookSlot", "LLMClient", "LoopDetector",
-    "MemoryStateStorage", "ModelCallAction", "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction",
+    "MemoryStateStorage", "OpenAICompatibleClient", "ProviderProfile", "RetryPolicy", "Timeouts", "profiles", "ModelCallAction", "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction",
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
     "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
