@@ -53,12 +53,23 @@ class CancellationToken:
             except Exception:  # a callback must not stop the others
                 pass
 
-    def on_cancel(self, callback) -> None:
-        """Call ``callback()`` when the token is cancelled (at once if it already is)."""
+    def on_cancel(self, callback):
+        """Call ``callback()`` when the token is cancelled (at once if it already is).
+
+        Returns a function that removes the callback, so a token shared by many calls
+        does not accumulate callbacks of calls that already finished.
+        """
         if self.cancelled:
             callback()
-        else:
-            self._callbacks.append(callback)
+            return _noop
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            try:
+                self._callbacks.remove(callback)
+            except ValueError:
+                pass
+        return remove
 
     async def wait(self) -> None:
         """Wait until the token is cancelled."""
@@ -79,3 +90,7 @@ class CancellationToken:
 
     def __repr__(self) -> str:
         return f"CancellationToken(cancelled={self.cancelled})"
+
+
+def _noop() -> None:
+    return None

@@ -181,15 +181,18 @@ class ToolRegistry:
             for task in tasks:
                 task.cancel()
 
+        removers: list[Callable[[], None]] = []
         try:
             async with asyncio.TaskGroup() as group:
                 for position in range(len(calls)):
                     tasks.append(group.create_task(run_one(position)))
                 for token in _distinct_tokens(contexts):
-                    token.on_cancel(cancel_children)
+                    removers.append(token.on_cancel(cancel_children))
             cancelled = any(task.cancelled() for task in tasks)
         finally:
-            # The token keeps cancel_children until it fires; let it hold no tasks.
+            # A token outlives the batch (one per run): leave no callback behind on it.
+            for remove in removers:
+                remove()
             tasks.clear()
         if cancelled:
             raise asyncio.CancelledError("tool batch cancelled by its cancellation token")
