@@ -41,6 +41,13 @@ _RESTORE_SEQUENCE_GAP = 10_000
 RunInput = str | AgentMessage | ContentPart | Iterable[str | ContentPart | AgentMessage]
 
 
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop: called from plain synchronous code
+        return None
+
+
 class AgentRuntime:
     """Runs an agent: streamed model calls, tool batches, hooks, approvals, persistence.
 
@@ -217,8 +224,12 @@ class AgentRuntime:
         ctx.cancel_requested = True
         ctx.cancel.cancel("cancelled by user")
         # Interrupt whatever the run awaits (model stream, tools) unless it is already
-        # finishing, or has not started (it then sees the token at its first step).
-        if ctx.started and not ctx.finishing and ctx.task is not None:
+        # finishing, or has not started (it then sees the token at its first step), or
+        # this call comes from inside the run itself (a listener or hook): the run then
+        # sees the token at its next checkpoint. Interrupting our own task would leave a
+        # pending cancellation that Python 3.11 cannot withdraw; it would hit the terminal
+        # save or turn the finished run's result into a bare CancelledError.
+        if ctx.started and not ctx.finishing and ctx.task is not None and ctx.task is not _current_task():
             ctx.task.cancel()
         return True
 
