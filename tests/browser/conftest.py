@@ -351,7 +351,9 @@ _JS_RUN_CELL = (
       const cell = panel.content.widgets[index];
       if (!cell) throw new Error(`no cell ${index}`);
       await app.commands.execute('notebook:run-cell');
-      return cell.model.type === 'code' ? cell.model.executionCount : null;
+      if (cell.model.type !== 'code') return null;
+      const error = cell.model.outputs.toJSON().find((o) => o.output_type === 'error');
+      return error ? `${error.ename}: ${error.evalue}` : null;
     }"""
 )
 
@@ -406,10 +408,13 @@ class LabPage:
     def wait_idle(self, *, timeout: float = 60.0) -> None:
         self.page.wait_for_function(_JS_KERNEL_IDLE, timeout=timeout * 1000, polling=50)
 
-    def run_cell(self, index: int, *, timeout: float = 60.0) -> str:
+    def run_cell(self, index: int, *, timeout: float = 60.0, allow_error: bool = False) -> str:
         """Run cell ``index`` through the command registry, wait for its execute reply
-        and an idle kernel, and return the cell's output text."""
-        self.page.evaluate(_JS_RUN_CELL, index)
+        and an idle kernel, and return the cell's output text. A cell that raised
+        fails the test at once (unless ``allow_error``)."""
+        error = self.page.evaluate(_JS_RUN_CELL, index)
+        if error and not allow_error:
+            raise AssertionError(f"cell {index} raised {error}")
         self.wait_idle(timeout=timeout)
         return self.cell_output(index)
 

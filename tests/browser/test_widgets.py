@@ -12,7 +12,7 @@ import json
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
 TIMELINE = "[data-testid='arknb-timeline'][data-ready='true']"
 
-PREAMBLE = "import arknb as ark"
+PREAMBLE = "import arknb as ark\n"
 
 
 def _assistant_texts(lab) -> list[str]:
@@ -71,10 +71,31 @@ def test_approvals_notebook_approve_then_deny(lab):
     assert lab.kernel_exec("print(clear_cache.name, len(model.requests))").split() == ["clear_cache", "4"]
 
 
+def test_restored_runtime_shows_the_pending_card_and_it_works(lab):
+    """03_approvals' restore section: a second runtime built from the saved state
+    (what a kernel restart leaves) shows the same approval card, and Approve works."""
+    lab.open("03_approvals.ipynb")
+    lab.run_cell_containing("def clear_cache")
+    out = lab.run_cell_containing('runtime.run("And clear /tmp/build.")')
+    assert "awaiting_approval" in out
+    lab.run_cell_containing("AgentRuntime.restore(")
+    lab.run_cell_containing("ark.ChatWidget(restored)")
+    chat = lab.page.locator(CHAT).first
+    chat.wait_for()
+    card = chat.locator("[data-testid='arknb-approval'][data-approval-id]")
+    card.first.wait_for()
+    expected_id = lab.kernel_exec("print(restored.controller.list_pending_approvals()[0].approval_id)").strip()
+    assert card.first.get_attribute("data-approval-id") == expected_id
+    card.first.get_by_test_id("arknb-approve").click()
+    chat.locator("[data-testid='arknb-assistant-text']", has_text="Done: /tmp/build is cleared.").wait_for()
+    _wait_for_chat_status(lab, "completed")
+    assert card.count() == 0
+    assert lab.kernel_exec("print(restored.last_result.stop_reason)").strip() == "completed"
+
+
 def test_stop_cancels_a_slow_stream(lab):
     notebook = lab.server.write_notebook("stop.ipynb", [
-        PREAMBLE,
-        """
+        PREAMBLE + """
 model = ark.ScriptedModel([ark.ScriptedTurn(text=["tick "] * 400, chunk_delay=0.05)])
 runtime = ark.AgentRuntime(model)
 chat = ark.ChatWidget(runtime)
@@ -83,10 +104,10 @@ chat
         'handle = runtime.start("Count slowly.")',
     ])
     lab.open(notebook)
-    lab.run_cell(1)
+    lab.run_cell(0)
     chat = lab.page.locator(CHAT).first
     chat.wait_for()
-    lab.run_cell(2)
+    lab.run_cell(1)
     # Some text has streamed, and the run is still going.
     chat.locator("[data-testid='arknb-assistant-text']", has_text="tick tick tick").wait_for()
     assert chat.get_attribute("data-status") == "running"
@@ -110,8 +131,7 @@ XSS_ANSWER = (
 
 def test_model_and_tool_html_executes_nothing(lab):
     notebook = lab.server.write_notebook("xss.ipynb", [
-        PREAMBLE,
-        f"""
+        PREAMBLE + f"""
 ANSWER = {XSS_ANSWER!r}
 
 @ark.tool
@@ -133,10 +153,10 @@ chat
     dialogs: list[str] = []
     lab.page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     lab.open(notebook)
-    lab.run_cell(1)
+    lab.run_cell(0)
     chat = lab.page.locator(CHAT).first
     chat.wait_for()
-    lab.run_cell(2)
+    lab.run_cell(1)
     chat.locator("[data-testid='arknb-assistant-text']", has_text="END").wait_for()
     _wait_for_chat_status(lab, "completed")
 
@@ -160,8 +180,7 @@ chat
 
 def test_timeline_shows_the_run_and_filters_and_screenshots(lab):
     notebook = lab.server.write_notebook("timeline.ipynb", [
-        PREAMBLE,
-        """
+        PREAMBLE + """
 @ark.tool
 def add(a: int, b: int) -> int:
     \"\"\"Add two integers.\"\"\"
@@ -181,12 +200,12 @@ timeline = ark.TimelineWidget(runtime)
         'handle = runtime.start("What is 1 + 2?")',
     ])
     lab.open(notebook)
-    lab.run_cells(range(0, 4))
+    lab.run_cells(range(0, 3))
     chat = lab.page.locator(CHAT).first
     timeline = lab.page.locator(TIMELINE).first
     chat.wait_for()
     timeline.wait_for()
-    lab.run_cell(4)
+    lab.run_cell(3)
     _wait_for_chat_status(lab, "completed")
     timeline.locator("[data-testid='arknb-timeline-row'][data-type='agent.success']").wait_for()
 
@@ -209,8 +228,8 @@ timeline = ark.TimelineWidget(runtime)
     )
     assert rows.count() == 1
     rows.first.click()
-    detail = timeline.get_by_test_id("arknb-timeline-detail")
-    assert "add" in detail.inner_text()
+    detail = timeline.get_by_test_id("arknb-timeline-detail").inner_text()
+    assert "tool.after" in detail and "batch_id" in detail
 
     # Clear the type filter; the search box narrows by text.
     timeline.get_by_test_id("arknb-timeline-type").select_option("")
@@ -222,6 +241,12 @@ timeline = ark.TimelineWidget(runtime)
     assert rows.count() == 2
     timeline.get_by_test_id("arknb-timeline-filter").fill("")
 
+    # DOM replaceChildren() turns a null child into the text "null"; none may leak.
+    card_lines = chat.get_by_test_id("arknb-tool-card").inner_text().splitlines()
+    assert "null" not in [line.strip() for line in card_lines], card_lines
+    detail_lines = timeline.get_by_test_id("arknb-timeline-detail").inner_text().splitlines()
+    assert "null" not in [line.strip() for line in detail_lines], detail_lines
+
     lab.screenshot("chat", locator=chat)
     lab.screenshot("timeline", locator=timeline)
     lab.screenshot("chat_and_timeline", full_page=True)
@@ -229,8 +254,7 @@ timeline = ark.TimelineWidget(runtime)
 
 def test_five_thousand_chunks_arrive_whole_and_in_order(lab):
     notebook = lab.server.write_notebook("stream.ipynb", [
-        PREAMBLE,
-        """
+        PREAMBLE + """
 CHUNKS = [chr(ord("a") + (i * 7) % 26) for i in range(5000)]
 EXPECTED = "".join(CHUNKS)
 model = ark.ScriptedModel([ark.ScriptedTurn(text=CHUNKS)])
@@ -241,11 +265,11 @@ chat
         'handle = runtime.start("Stream.")',
     ])
     lab.open(notebook)
-    lab.run_cell(1)
+    lab.run_cell(0)
     chat = lab.page.locator(CHAT).first
     chat.wait_for()
     before = lab.comm_msg_count()
-    lab.run_cell(2)
+    lab.run_cell(1)
     _wait_for_chat_status(lab, "completed", timeout=60)
     expected = "".join(chr(ord("a") + (i * 7) % 26) for i in range(5000))
     lab.page.wait_for_function(
@@ -258,3 +282,4 @@ chat
     assert lab.kernel_exec("print(handle.result().stop_reason)").strip() == "completed"
     # Coalesced: far fewer kernel->browser comm messages than chunks (no flood, no drops).
     assert 0 < sent < 1000, sent
+    print(f"5,000 chunks arrived in {sent} comm messages")

@@ -8,7 +8,8 @@ ids, one kernelspec, no stray metadata). After changing a notebook here:
 
 Commit the executed notebooks: nbval compares their stored outputs with a fresh run.
 Cells whose output is volatile (widget views, timings) start with
-``# NBVAL_IGNORE_OUTPUT``; everything else is checked.
+``# NBVAL_IGNORE_OUTPUT``; everything else is checked. Widget views and saved widget
+state are stripped after execution (they embed the JS bundle and random ids).
 """
 
 from __future__ import annotations
@@ -458,7 +459,7 @@ re-run the first code cell to define `TOOLS`, `STATE_DIR` and a model.)
     code("""
 result = await runtime.run("And clear /tmp/build.")
 print("stop_reason:", result.stop_reason)
-del runtime, chat  # what a restart does to the old objects
+del runtime  # what a restart does to the old objects
 """),
     code("""
 restored_model = ark.ScriptedModel(["Done: /tmp/build is cleared."])
@@ -754,6 +755,18 @@ def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     return nb
 
 
+def strip_widget_state(path: Path) -> None:
+    """Drop saved widget state and widget views: they embed the whole JS bundle and
+    random model ids, and a widget is only live once its cell runs again anyway."""
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs
+                            if "application/vnd.jupyter.widget-view+json" not in o.get("data", {})]
+    nbformat.write(nb, path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--execute", action="store_true", help="run each notebook in place")
@@ -774,6 +787,7 @@ def main() -> int:
                  "--inplace", "--ExecutePreprocessor.timeout=120", str(path)],
                 check=True, env=env, cwd=NOTEBOOKS,
             )
+            strip_widget_state(path)
     return 0
 
 
