@@ -1,0 +1,112 @@
+"""What saving a session costs at turn 1,000 compared with turn 10 (issue 6 target:
+at most 1.5x).
+
+A turn here is what the shared workload produces: one assistant message (20 text
+chunks joined, one ``add`` tool call) and its tool result. For N in (10, 1000) the
+script builds an ``AgentState`` holding N turns, then times, many times over:
+
+- ``to_json``: serialising that state (what every backend has to do first);
+- ``append+save``: adding one more turn to the history (``model_copy``, as the
+  runtime's autosave does) and ``await FileStateStorage.save(state)`` (temp file,
+  fsync, ``os.replace``, directory fsync).
+
+Prints medians and the 1000/10 ratio. Reports n/a until ``arknb.state`` exists.
+
+Usage: python benchmarks/state_save.py [--reps 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from workload import add_args_json, CHUNKS, chunk_text  # noqa: E402
+
+TURN_COUNTS = (10, 1000)
+TARGET_RATIO = 1.5
+
+
+def _turn_messages(ark_domain, turn: int) -> tuple:
+    call = ark_domain.ToolCall(id=f"call_{turn}", name="add", arguments_json=add_args_json(turn))
+    text = "".join(chunk_text(turn, i) for i in range(CHUNKS))
+    return (ark_domain.AgentMessage.assistant(text, tool_calls=[call]),
+            ark_domain.AgentMessage.tool(f"call_{turn}", "5"))
+
+
+async def measure(reps: int) -> dict:
+    import arknb.domain as domain
+    from arknb.state import AgentState, FileStateStorage
+
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="arknb-bench-state-") as tmp:
+        storage = FileStateStorage(tmp)
+        for n in TURN_COUNTS:
+            history: tuple = (domain.AgentMessage.user("Add 2 and 3, many times."),)
+            for t in range(n):
+                history += _turn_messages(domain, t)
+            state = AgentState(session_id=f"bench-{n}", history=history, total_loop_count=n)
+            extra = _turn_messages(domain, n)
+            await storage.save(state)  # warm the file and the directory entry
+            to_json, append_save = [], []
+            for _ in range(reps):
+                t0 = time.perf_counter_ns()
+                state.to_json()
+                to_json.append(time.perf_counter_ns() - t0)
+                t0 = time.perf_counter_ns()
+                nxt = state.model_copy(update={"history": state.history + extra,
+                                               "total_loop_count": n + 1})
+                await storage.save(nxt)
+                append_save.append(time.perf_counter_ns() - t0)
+            size = len(state.to_json().encode())
+            results[n] = {"to_json_us": statistics.median(to_json) / 1000,
+                          "append_save_us": statistics.median(append_save) / 1000,
+                          "bytes": size, "messages": len(history)}
+    lo, hi = TURN_COUNTS
+    results["ratio_append_save"] = results[hi]["append_save_us"] / results[lo]["append_save_us"]
+    results["ratio_to_json"] = results[hi]["to_json_us"] / results[lo]["to_json_us"]
+    results["target_met"] = results["ratio_append_save"] <= TARGET_RATIO
+    return results
+
+
+def render(r: dict) -> str:
+    lo, hi = TURN_COUNTS
+    lines = ["| turns | messages | state JSON bytes | to_json µs | append+save µs |",
+             "|--:|--:|--:|--:|--:|"]
+    for n in TURN_COUNTS:
+        lines.append(f"| {n:,} | {r[n]['messages']:,} | {r[n]['bytes']:,} | "
+                     f"{r[n]['to_json_us']:,.0f} | {r[n]['append_save_us']:,.0f} |")
+    lines.append(f"\nsave at turn {hi:,} / save at turn {lo}: {r['ratio_append_save']:.1f}x "
+                 f"(to_json alone {r['ratio_to_json']:.1f}x); target <= {TARGET_RATIO}x: "
+                 f"{'met' if r['target_met'] else 'NOT met'}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    args = p.parse_args()
+    try:
+        from arknb.state import AgentState, FileStateStorage  # noqa: F401
+    except ImportError as exc:
+        print(f"state save: n/a (arknb.state not built yet: {exc})")
+        return
+    results = asyncio.run(measure(args.reps))
+    text = render(results)
+    print(json.dumps(results, indent=2, default=str) if args.json else text)
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "state_save.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
