@@ -3,7 +3,7 @@
 // once per animation frame. Actions go back as typed messages (see _protocol.py).
 import { Action, Msg } from "./lib/protocol.js";
 import { applyOp } from "./lib/stream.js";
-import { h, frameScheduler, prettyJson } from "./lib/dom.js";
+import { h, frameScheduler, prettyJson, setChildren } from "./lib/dom.js";
 import { renderMarkdown } from "./lib/markdown.js";
 import { diffView } from "./lib/diff.js";
 
@@ -87,7 +87,9 @@ function hookSentence(e) {
   const verb = { rewrite: "rewrote", proceed: "rewrote", deny: "denied", defer: "deferred", abort: "aborted",
     drop: "dropped", respond: "answered", retry: "retried", stop: "stopped", skip: "skipped",
     hold: "held" }[e.action] || e.action;
-  return `${e.hook || "a hook"} ${verb} ${what}${e.count > 1 ? ` (×${e.count})` : ""}`;
+  const tool = (e.after && e.after.name) || (e.before && e.before.name);
+  return `${e.hook || "a hook"} ${verb} ${what}${tool && typeof tool === "string" ? ` of ${tool}` : ""}` +
+    `${e.count > 1 ? ` (×${e.count})` : ""}`;
 }
 
 function render({ model, el }) {
@@ -146,7 +148,7 @@ function render({ model, el }) {
     root.dataset.status = st;
     root.dataset.readOnly = String(ro);
     const busy = (a) => pendingActions.has(a);
-    stopBtn.disabled = ro || busy(Action.STOP) || !(st === "running" || st === "suspended");
+    stopBtn.disabled = ro || busy(Action.STOP) || !["running", "suspended", "awaiting_approval"].includes(st);
     stopBtn.textContent = busy(Action.STOP) ? "Stopping…" : "Stop";
     suspendBtn.disabled = ro || busy(Action.SUSPEND) || st !== "running";
     suspendBtn.textContent = busy(Action.SUSPEND) ? "Suspending…" : "Suspend";
@@ -210,9 +212,9 @@ function render({ model, el }) {
       const result = e.result === null || e.result === undefined ? null
         : h("div", { class: `arknb-tool-result${e.is_error ? " arknb-is-error" : ""}`, testid: "arknb-tool-result" });
       if (result) renderMarkdown(result, e.result);
-      n.root.replaceChildren(
+      setChildren(n.root,
         h("div", { class: "arknb-card-head" },
-          h("span", { class: "arknb-tool-name" }, `🔧 ${e.name}`),
+          h("span", { class: "arknb-tool-name" }, e.name),
           h("span", { class: `arknb-badge arknb-badge-${e.status}`, testid: "arknb-tool-status" }, toolStatusLabel(e.status)),
           e.duration_ms != null ? h("span", { class: "arknb-muted" }, `${Math.round(e.duration_ms)} ms`) : null),
         h("details", { class: "arknb-args" }, h("summary", {}, "arguments"),
@@ -223,7 +225,7 @@ function render({ model, el }) {
       n.root.dataset.hook = e.hook;
       n.root.dataset.action = e.action;
       const details = h("details", { class: "arknb-hook-details" },
-        h("summary", {}, h("span", { class: "arknb-hook-text" }, `🪝 ${hookSentence(e)}`),
+        h("summary", {}, h("span", { class: "arknb-hook-text" }, hookSentence(e)),
           e.reason ? h("span", { class: "arknb-muted" }, ` — ${e.reason}`) : null));
       details.addEventListener("toggle", () => {
         if (details.open && !details.querySelector(".arknb-diff")) details.append(diffView(e.before, e.after));
@@ -283,7 +285,7 @@ function render({ model, el }) {
         "data-approval-id": a.approval_id, "data-deciding": String(!!busy), role: "group",
         "aria-label": `Approval needed for ${a.tool_name}` },
         h("div", { class: "arknb-card-head" },
-          h("span", { class: "arknb-tool-name" }, `⚠️ ${a.tool_name}`),
+          h("span", { class: "arknb-tool-name" }, a.tool_name),
           a.risk_level ? h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, a.risk_level) : null),
         a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
         h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),

@@ -2,7 +2,7 @@
 // offset-stamped `events` batches, is folded in once per animation frame, and is
 // shown as a waterfall of spans, a filterable list of rows and a detail pane.
 import { Action, Msg } from "./lib/protocol.js";
-import { h, frameScheduler } from "./lib/dom.js";
+import { h, frameScheduler, setChildren } from "./lib/dom.js";
 import { jsonView } from "./lib/json_view.js";
 import { diffView } from "./lib/diff.js";
 import { callOf, computeSpans, firstTime } from "./lib/spans.js";
@@ -172,7 +172,7 @@ function render({ model, el }) {
     if (row) row.setAttribute("aria-pressed", "true");
     const e = store.events[i];
     const p = e.payload || {};
-    detail.replaceChildren(
+    setChildren(detail,
       h("div", { class: "arknb-detail-head" }, h("strong", {}, e.type), ` #${e.sequence} · run ${e.run_id}`),
       e.type === "hook.decision" ? h("div", {}, h("div", { class: "arknb-muted" }, "before → after"), diffView(p.before, p.after)) : null,
       jsonView(e, { openDepth: 2 }));

@@ -48,8 +48,10 @@ PAGE = f"""<!doctype html><html><head><meta charset="utf-8">
 <script>{FAKE_MODEL}</script></head><body></body></html>"""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    # Module scope, not session: sync Playwright keeps an event loop running in this
+    # thread while it is open, which would break the asyncio tests collected after us.
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing: the front-end harness must run in CI")

@@ -181,3 +181,10 @@ def test_render_returns_cleanup_and_a_second_view_shares_the_transcript(harness)
     harness.page.wait_for_function(
         "() => document.querySelector(\"[data-testid='arknb-assistant-text']\").textContent === 'hi!'")
     assert harness.page.locator("#second [data-testid='arknb-assistant-text']").text_content() == "hi"
+
+
+def test_optional_parts_render_nothing_rather_than_null(harness):
+    card = {"id": "tool:c1", "kind": "tool", "call_id": "c1", "name": "add", "arguments": "{}", "status": "done",
+            "result": "3", "is_error": False, "duration_ms": None, "reason": None}
+    harness.mount("chat", base_state([card]))
+    assert "null" not in harness.page.get_by_test_id("arknb-tool-card").inner_text()

@@ -20,6 +20,12 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** Replace `el`'s children; null, undefined and false children are skipped (never "null"). */
+export function setChildren(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
 export function append(el, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
