@@ -2,8 +2,9 @@
 
 Autosaves (after user input, after model text, after a tool batch) may be skipped by a
 ``before_persist_state`` hook. Awaiting-approval, suspend and terminal saves are
-mandatory: ``skip`` is ignored, a secret lint runs first, and a failed terminal save
-marks the session not resumable. A save is never claimed that did not happen.
+mandatory: ``skip`` is ignored and a failed terminal save marks the session not
+resumable. Every save runs the secret lint first. A save is never claimed that did not
+happen.
 """
 
 from __future__ import annotations
@@ -58,9 +59,10 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
             return SaveOutcome(False, error=error)
     state = rt._stamp_state()
     try:
-        if mandatory:
-            rt.secret_lint.check(state, history_from=rt._linted_history)
-            rt._linted_history = len(state.history)
+        # Every save is linted, not only the mandatory ones: an autosave that wrote a
+        # credential would leave it on disk even though the terminal save refuses it.
+        rt.secret_lint.check(state, history_from=rt._linted_history)
+        rt._linted_history = len(state.history)
         await rt.storage.save(state)
     except ArkError as exc:
         error = exc if exc.code == ErrorCode.SECRET_IN_STATE else _save_failed(reason, exc)
