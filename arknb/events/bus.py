@@ -108,7 +108,7 @@ class EventBus:
     def _deliver(self, entry: _Entry, event: AgentEvent) -> None:
         try:
             outcome = entry.listener(event)
-            if inspect.isawaitable(outcome):
+            if outcome is not None and inspect.isawaitable(outcome):
                 task = asyncio.ensure_future(outcome)
                 self._pending.add(task)
                 task.add_done_callback(self._async_done)
