@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from .errors import invalid_argument
+
 __all__ = ["ContentKind", "ContentPart"]
 
 
@@ -56,7 +58,7 @@ class ContentPart(BaseModel):
     def from_text(cls, text: str) -> ContentPart:
         """A text part."""
         if not isinstance(text, str):
-            raise TypeError(f"ContentPart.from_text expects str, got {type(text).__name__}")
+            raise invalid_argument(f"ContentPart.from_text: text must be a str, got {type(text).__name__}")
         return cls.model_construct(kind=ContentKind.TEXT, text=text, url=None, data=None,
                                    mime_type=None, name=None)
 

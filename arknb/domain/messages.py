@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
-from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from .content import ContentPart
+from .errors import invalid_argument
 from .tools import ToolCall
 
 __all__ = ["AgentMessage", "Role"]
@@ -27,8 +28,13 @@ def _parts(content: str | ContentPart | Iterable[str | ContentPart]) -> tuple[Co
         return (ContentPart.from_text(content),)
     if isinstance(content, ContentPart):
         return (content,)
+    if not isinstance(content, Iterable):
+        raise invalid_argument(f"message content must be a str, a ContentPart or a list of them, "
+                               f"got {type(content).__name__}")
     parts = []
     for item in content:
+        if not isinstance(item, (str, ContentPart)):
+            raise invalid_argument(f"message content items must be str or ContentPart, got {type(item).__name__}")
         parts.append(ContentPart.from_text(item) if isinstance(item, str) else item)
     return tuple(parts)
 

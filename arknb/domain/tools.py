@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .content import ContentPart
-from .errors import ArkError, ErrorCode, ErrorLayer
+from .errors import ArkError, ErrorCode, ErrorLayer, invalid_argument
 
 __all__ = ["ToolCall", "ToolDefinition", "ToolResult", "ToolRisk"]
 
@@ -57,7 +57,7 @@ class ToolCall(BaseModel):
     def with_arguments(self, arguments: dict[str, Any]) -> ToolCall:
         """A copy with new arguments and the same id, name and index."""
         if not isinstance(arguments, dict):
-            raise TypeError(f"with_arguments expects a dict, got {type(arguments).__name__}")
+            raise invalid_argument(f"with_arguments: arguments must be a dict, got {type(arguments).__name__}")
         return self.model_copy(update={"arguments_json": json.dumps(arguments, ensure_ascii=False)})
 
 
@@ -94,7 +94,7 @@ class ToolResult(BaseModel):
                   error_code: str | None = None) -> ToolResult:
         """A result holding one text part."""
         if not isinstance(text, str):
-            raise TypeError(f"ToolResult.from_text expects str, got {type(text).__name__}")
+            raise invalid_argument(f"ToolResult.from_text: text must be a str, got {type(text).__name__}")
         return cls(contents=(ContentPart.from_text(text),), is_error=is_error, stop=stop,
                    error_code=error_code)
 

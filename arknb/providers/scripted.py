@@ -14,7 +14,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable
+from typing import AsyncIterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
@@ -93,9 +94,9 @@ class ScriptedModel:
     """
 
     def __init__(self, turns: Iterable[ScriptedTurn | str]) -> None:
-        if isinstance(turns, (str, ScriptedTurn)):
+        if isinstance(turns, (str, ScriptedTurn)) or not isinstance(turns, Iterable):
             raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
-                           "ScriptedModel expects a list of turns, e.g. ScriptedModel(['Hello!'])")
+                           f"ScriptedModel expects a list of turns, e.g. ScriptedModel(['Hello!']), got {type(turns).__name__}")
         parsed: list[ScriptedTurn] = []
         for i, turn in enumerate(turns):
             if isinstance(turn, str):

@@ -70,6 +70,8 @@ class LoopDetector:
             raise invalid_argument(f"LoopDetector on_detect must be 'stop' or 'ask', got {on_detect!r}")
         if diagnose is not None and not callable(diagnose):
             raise invalid_argument("LoopDetector diagnose must be an async callable or None")
+        if not isinstance(enabled, bool):
+            raise invalid_argument(f"LoopDetector enabled must be a bool, got {enabled!r}")
         self.threshold = threshold
         self.window = window
         self.on_detect = on_detect

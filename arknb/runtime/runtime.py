@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any, AsyncIterator, Callable, Iterable
+from collections.abc import Iterable
+from typing import Any, AsyncIterator, Callable
 
 from ..controller import AgentController
 from ..domain import (
@@ -94,8 +95,20 @@ class AgentRuntime:
             raise invalid_argument(f"config must be a ModelConfig, got {type(config).__name__}")
         if loop_detector is not None and not isinstance(loop_detector, LoopDetector):
             raise invalid_argument(f"loop_detector must be a LoopDetector, got {type(loop_detector).__name__}")
-        if isinstance(tools, (str, bytes)):
-            raise invalid_argument("tools must be a list of @tool functions, not a string")
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, (ToolRegistry, Iterable)):
+            raise invalid_argument(f"tools must be a list of @tool functions or a ToolRegistry, got {type(tools).__name__}")
+        if isinstance(hooks, (str, bytes)) or not isinstance(hooks, Iterable):
+            raise invalid_argument(f"hooks must be a list of AgentHook instances, got {type(hooks).__name__}")
+        if event_bus is not None and not isinstance(event_bus, EventBus):
+            raise invalid_argument(f"event_bus must be an EventBus or None, got {type(event_bus).__name__}")
+        if not isinstance(require_approval, bool):
+            raise invalid_argument(f"require_approval must be a bool, got {require_approval!r}")
+        if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable):
+            raise invalid_argument(f"secrets must be a list of strings, got {type(secrets).__name__}")
+        if clock is not None and not callable(clock):
+            raise invalid_argument(f"clock must be a callable returning seconds, got {type(clock).__name__}")
+        if state is not None and not isinstance(state, AgentState):
+            raise invalid_argument(f"state must be an AgentState or None, got {type(state).__name__}")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.system_prompt = system_prompt
