@@ -12,7 +12,7 @@ from arknb import (
 )
 
 from ._approval_kit import (
-    FaultyStorage, Tools, assert_history_paired, call, dangerous_turn, finish_background, make_runtime,
+    FaultyStorage, assert_history_paired, call, dangerous_turn, finish_background, make_runtime,
 )
 
 

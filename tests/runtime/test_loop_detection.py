@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-import arknb as ark
 from arknb import ArkError, EventTypes, LoopDetector, ScriptedTurn, ToolCall
 from arknb.runtime.loop_detector import tool_signature
 

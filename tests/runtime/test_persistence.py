@@ -9,11 +9,11 @@ import pytest
 
 import arknb as ark
 from arknb import (
-    ArkError, EventTypes, ModelCallHookResult, ScriptedTurn, StatePersistenceHookResult, StopReason,
+    ArkError, EventTypes, ModelCallHookResult, ScriptedTurn, StatePersistenceHookResult,
 )
 
 from ._approval_kit import (
-    FaultyStorage, Tools, assert_history_paired, call, dangerous_turn, finish_background, make_runtime,
+    EventLog, FaultyStorage, assert_history_paired, call, dangerous_turn, finish_background, make_runtime,
 )
 
 
@@ -62,7 +62,6 @@ async def _cancelled(storage):
 
     runtime = ark.AgentRuntime(ark.ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "wait_forever")])]),
                                tools=[wait_forever], storage=storage)
-    from ._approval_kit import EventLog
     log = EventLog(runtime)
 
     async def run():
