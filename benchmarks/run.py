@@ -79,14 +79,16 @@ class Samples:
 
 
 def _run_subject(python: str, key: str, chunks: int, args: argparse.Namespace,
-                 profile: Path | None = None) -> dict:
+                 profile: Path | None = None, cprofile: Path | None = None) -> dict:
     cmd = [python, str(HERE / "subjects" / f"{key}.py"), "--chunks", str(chunks),
            "--warmup", str(args.warmup), "--min-runs", str(args.min_runs),
            "--max-seconds", str(args.max_seconds)]
-    if args.no_marginal or profile is not None:
+    if args.no_marginal or profile is not None or cprofile is not None:
         cmd.append("--no-marginal")
     if profile is not None:
         cmd += ["--profile", str(profile)]
+    if cprofile is not None:
+        cmd += ["--cprofile", str(cprofile)]
     env = {**os.environ, "LANGSMITH_TRACING": "false", "OPENAI_AGENTS_DISABLE_TRACING": "1",
            "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
@@ -246,12 +248,14 @@ def profile_arknb(python: str, report: dict, args: argparse.Namespace, force: bo
     for row in report["rows"]:
         if row["kind"] != "arknb" or row["cpu_us_per_run"] is None:
             continue
-        path = RESULTS / f"profile-{row['key']}.txt"
-        rec = _run_subject(python, row["key"], CHUNKS, args, profile=path)
-        if path.exists():
-            written.append(path)
-        else:
-            print(f"  profiling {row['key']} failed: {rec}", file=sys.stderr)
+        # pyinstrument (wall clock, call tree) and cProfile (exact calls per run).
+        for kind in ("profile", "cprofile"):
+            path = RESULTS / f"{kind}-{row['key']}.txt"
+            rec = _run_subject(python, row["key"], CHUNKS, args, **{kind: path})
+            if path.exists():
+                written.append(path)
+            else:
+                print(f"  {kind} of {row['key']} failed: {rec}", file=sys.stderr)
     return written
 
 
