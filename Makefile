@@ -33,12 +33,18 @@ bundle-check: js/node_modules/.package-lock.json
 	bash js/check_bundle.sh
 
 ## test: the whole suite (unit, provider HTTP, widgets, notebooks under nbval, real-browser)
+# Browser suites use Playwright's sync API, which owns an event loop for the whole
+# process; they run in their own pytest processes so the asyncio tests never share it.
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+
 test: $(STAMP) bundle-check
-	$(PY) -m pytest -q -p no:cacheprovider tests
-	$(PY) -m pytest -q -p no:cacheprovider --nbval-lax notebooks
+	$(PYTEST) --ignore=tests/browser --ignore=tests/js tests
+	$(PYTEST) --nbval notebooks
+	$(PYTEST) tests/js
+	$(PYTEST) tests/browser
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -x --ignore=tests/browser tests
+	$(PYTEST) -x --ignore=tests/browser --ignore=tests/js tests
 
 bench: $(STAMP)
 	bash benchmarks/setup_peers.sh
