@@ -28,6 +28,15 @@ run_already_active                  runtime      a second run while one is activ
 script_exhausted                    config       ScriptedModel has no turn left
 invalid_argument                    config       a public call got a wrong type or value
 secret_in_state                     security     a save would write a credential
+max_turns                           runtime      the run reached max_turns
+nothing_to_resume                   runtime      resume() with no suspended run
+not_executed                        tool         (result code) a call answered without running it
+model_retries_exhausted             runtime      after_model_call asked for more retries than allowed
+internal_error                      runtime      an unexpected exception inside arknb (a bug)
+session_not_found                   storage      restore() of a session that was never saved
+no_running_loop                     runtime      start() outside a running asyncio loop
+state_load_failed                   storage      a saved file could not be read (e.g. permissions)
+provider_stream_incomplete          provider     the model stream ended before it completed
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -93,6 +102,13 @@ class ErrorCode(StrEnum):
     SECRET_IN_STATE = "secret_in_state"
     MAX_TURNS = "max_turns"
     NOTHING_TO_RESUME = "nothing_to_resume"
+    NOT_EXECUTED = "not_executed"
+    MODEL_RETRIES_EXHAUSTED = "model_retries_exhausted"
+    INTERNAL_ERROR = "internal_error"
+    SESSION_NOT_FOUND = "session_not_found"
+    NO_RUNNING_LOOP = "no_running_loop"
+    STATE_LOAD_FAILED = "state_load_failed"
+    PROVIDER_STREAM_INCOMPLETE = "provider_stream_incomplete"
 
 
 class ErrorInfo(BaseModel):

@@ -161,6 +161,10 @@ class HookPipeline:
             action = result.action
             if action is ModelChunkAction.HOLD and ctx.final:
                 # Nothing follows the final flush to join with: holding it would lose it.
+                self._emit(EventTypes.HOOK_DIAGNOSTIC, lambda: {
+                    "slot": HookSlot.ON_MODEL_CHUNK.value, "hook": entry.name, "kind": "invalid_result",
+                    "message": "hold() on the final flush (final=True) is treated as proceed: nothing follows "
+                               "to join the held text with", "fail_closed": entry.fail_closed})
                 continue
             if action is not ModelChunkAction.PROCEED:
                 self._decision(HookSlot.ON_MODEL_CHUNK, entry.name, action.value, result.reason,

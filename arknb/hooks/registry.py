@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..domain import invalid_argument
-from .spi import AgentHook, HookSlot
+from .spi import OBSERVER_SLOTS, AgentHook, HookSlot
 
 __all__ = ["HookEntry", "HookRegistry"]
 
@@ -119,6 +119,9 @@ class HookRegistry:
         if not callable(fn):
             raise invalid_argument(f"a {slot.value} hook must be callable, got {type(fn).__name__}")
         _check_options(name, order, fail_closed, timeout)
+        if fail_closed and slot in OBSERVER_SLOTS:
+            raise invalid_argument(f"fail_closed has no effect on the observer slot {slot.value}: an observer "
+                                   "cannot stop the run; drop fail_closed=True")
         hook_name = name or getattr(fn, "__name__", None) or repr(fn)
         entry = HookEntry(hook_name, {slot: _function_slot(fn, timeout)}, order, fail_closed, timeout, fn)
         return self._put(entry)

@@ -53,7 +53,7 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
                 return await _finish(rt, ctx, StopReason.CANCELLED, error=exc)
             return await _finish(rt, ctx, StopReason.FAILED, error=exc)
         except Exception as exc:  # a bug or an unexpected failure: report it, keep the session consistent
-            error = ArkError(ErrorLayer.RUNTIME, "internal_error", f"{type(exc).__name__}: {exc}")
+            error = ArkError(ErrorLayer.RUNTIME, ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
             return await _finish(rt, ctx, StopReason.FAILED, error=error)
         return await _settle(rt, ctx, step)
     finally:

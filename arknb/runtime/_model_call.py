@@ -84,7 +84,7 @@ async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
                     rt._emit(EventTypes.LLM_AFTER, lambda: _after_payload(ctx, response, raw_text, raw_reasoning,
                                                                           retried=True))
                     continue
-                raise ArkError(ErrorLayer.RUNTIME, "model_retries_exhausted",
+                raise ArkError(ErrorLayer.RUNTIME, ErrorCode.MODEL_RETRIES_EXHAUSTED,
                                f"hook {decision.hook!r} asked for a retry, but the model was already retried "
                                f"{rt.max_model_retries} time(s) in this turn")
             if decision.response is not None:
@@ -163,7 +163,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
         if aclose is not None:
             await aclose()
     if complete is None:
-        raise ArkError(ErrorLayer.PROVIDER, "provider_incomplete_stream",
+        raise ArkError(ErrorLayer.PROVIDER, ErrorCode.PROVIDER_STREAM_INCOMPLETE,
                        "the model stream ended without model_complete; its partial output was not kept")
     if not hooked:
         return complete, "".join(raw_text), "".join(raw_reasoning)

@@ -137,11 +137,12 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
     pipeline = rt._pipeline
     hooked = pipeline.has(HookSlot.AFTER_TOOL_CALL)
     appended: list[AgentMessage] = []
-    for original in model_message.tool_calls:
+    # Answers follow the calls' index order (DESIGN §6), whatever order the model listed them in.
+    for original in sorted(model_message.tool_calls, key=lambda c: c.index):
         call, result = answers.get(original.id, (original, None))
         if result is None:
             # Should not happen: every call is allowed, denied or deferred-and-decided.
-            result = ToolResult.from_text("tool call was not executed", is_error=True, error_code="not_executed")
+            result = ToolResult.from_text("tool call was not executed", is_error=True, error_code=ErrorCode.NOT_EXECUTED.value)
         if hooked:
             decision = await pipeline.after_tool_call(ToolResultHookContext(
                 session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, result=result,
@@ -165,7 +166,7 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
 
 def _unanswered(model_message: AgentMessage, appended: list[AgentMessage], why: str) -> list[AgentMessage]:
     answered = {m.tool_call_id for m in appended}
-    return [tool_message(c, ToolResult.from_text(f"not executed: {why}", is_error=True, error_code="not_executed"))
+    return [tool_message(c, ToolResult.from_text(f"not executed: {why}", is_error=True, error_code=ErrorCode.NOT_EXECUTED.value))
             for c in model_message.tool_calls if c.id not in answered]
 
 

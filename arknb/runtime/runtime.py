@@ -157,7 +157,7 @@ class AgentRuntime:
             raise invalid_argument("restore() needs the storage the session was saved to")
         state = await storage.load(validate_session_id(session_id))
         if state is None:
-            raise ArkError(ErrorLayer.STORAGE, "session_not_found",
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
         return cls(model, tools=tools, storage=storage, state=state, **options)
 
@@ -294,7 +294,7 @@ class AgentRuntime:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            raise ArkError(ErrorLayer.RUNTIME, "no_running_loop",
+            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NO_RUNNING_LOOP,
                            "starting a run needs a running asyncio loop: in a notebook cell call it directly "
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
         ctx = RunContext(self._new_id("run"))
@@ -380,7 +380,7 @@ class AgentRuntime:
     def _answer_unanswered(self, why: str) -> None:
         calls = unanswered_calls(self._state.history)
         if calls:
-            self._append_history(tool_message(c, ToolResult.from_text(why, is_error=True, error_code="not_executed"))
+            self._append_history(tool_message(c, ToolResult.from_text(why, is_error=True, error_code=ErrorCode.NOT_EXECUTED.value))
                                  for c in calls)
 
     def _stamp_state(self) -> AgentState:

@@ -129,7 +129,7 @@ class FileStateStorage:
         except FileNotFoundError:
             data = None
         except OSError as exc:
-            raise ArkError(ErrorLayer.STORAGE, "state_load_failed",
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_LOAD_FAILED,
                            f"could not read the state of session {session_id!r} from {path}: {exc}",
                            Retryability.CONDITIONAL) from exc
         marked = self._marker_for(session_id).exists()
