@@ -33,9 +33,18 @@ __all__ = ["drive"]
 
 
 async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMessage, ...] | None = None,
-                resume_batch: PendingApprovalBatch | None = None, resume_reason: str | None = None) -> AgentRunResult:
-    """Run until a terminal outcome; never raises for run failures (they are in the result)."""
+                resume_batch: PendingApprovalBatch | None = None, resume_reason: str | None = None,
+                cancel_paused: bool = False) -> AgentRunResult:
+    """Run until a terminal outcome; never raises for run failures (they are in the result).
+
+    With ``cancel_paused`` the run only ends a paused run (awaiting approval or suspended)
+    as cancelled.
+    """
     try:
+        if cancel_paused:
+            ctx.cancel_requested = True
+            ctx.cancel.cancel("cancelled by user while paused")
+            return await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
         try:
             step = await _start(rt, ctx, new_input, resume_batch, resume_reason)
             while step.kind == NextStep.RUN_AGAIN:

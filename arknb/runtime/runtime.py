@@ -228,10 +228,12 @@ class AgentRuntime:
                 await asyncio.wait({handle.task})
 
     def cancel(self) -> bool:
-        """Cancel the active run: final, it ends ``cancelled``. False if nothing runs."""
+        """Cancel the active run, or a run paused for approval or suspended: final, it ends
+        ``cancelled`` (pending calls are answered as not executed). False if there is nothing
+        to cancel."""
         ctx = self._active
         if ctx is None:
-            return False
+            return self._cancel_paused()
         if ctx.cancel_requested:
             return True
         ctx.cancel_requested = True
@@ -244,6 +246,20 @@ class AgentRuntime:
         # save or turn the finished run's result into a bare CancelledError.
         if ctx.started and not ctx.finishing and ctx.task is not None and ctx.task is not _current_task():
             ctx.task.cancel()
+        return True
+
+    def _cancel_paused(self) -> bool:
+        state = self._state
+        if not state.is_running or state.not_resumable:
+            return False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        # Ending a paused run is a (very short) run of its own: the same terminal path
+        # answers the frozen calls, saves (mandatory), publishes agent.cancelled, after_run.
+        self._set_state(pending_approval=None)
+        self._launch(lambda ctx: drive(self, ctx, cancel_paused=True))
         return True
 
     def request_suspend(self) -> bool:

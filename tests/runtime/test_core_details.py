@@ -53,3 +53,31 @@ def test_every_code_the_runtime_raises_is_in_the_error_table() -> None:
     table = errors.__doc__
     missing = [code.value for code in ErrorCode if code.value not in table]
     assert missing == []
+
+
+@ark.tool(risk="dangerous")
+async def wipe(path: str) -> str:
+    """Wipe a path."""
+    raise AssertionError("a cancelled approval must never run the tool")
+
+
+async def test_cancel_while_awaiting_approval_ends_the_paused_run_cancelled() -> None:
+    model = ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[ark.ToolCall(id="w", name="wipe",
+                                                                          arguments_json='{"path": "/"}')])])
+    runtime = ark.AgentRuntime(model, tools=[wipe])
+    types: list[str] = []
+    runtime.bus.subscribe(ark.EventTypes.ANY, lambda e: types.append(e.type))
+    paused = await runtime.run("wipe it")
+    assert paused.stop_reason == "awaiting_approval"
+    assert runtime.cancel() is True
+    result = await runtime.current_run
+    assert result.stop_reason == "cancelled"
+    assert runtime.controller.list_pending_approvals() == []
+    assert runtime.state.is_running is False and runtime.state.pending_approval is None
+    answer = [m for m in runtime.history if m.role == "tool"]
+    assert [m.tool_call_id for m in answer] == ["w"] and answer[0].is_error
+    assert types[-2:] == [ark.EventTypes.STATE_PERSISTED, ark.EventTypes.AGENT_CANCELLED]
+    assert runtime.cancel() is False  # nothing left to cancel
+    with pytest.raises(ark.ArkError) as info:
+        await runtime.resume()
+    assert info.value.code == "nothing_to_resume"
