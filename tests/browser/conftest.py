@@ -304,7 +304,7 @@ def _stop_server(server: LabServer) -> None:
             server.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     _require_browser()
     home = tmp_path_factory.mktemp("jupyter-home")
@@ -319,7 +319,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 # --------------------------------------------------------------------------- browser
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium_browser() -> Iterator[Any]:
     _require_browser()
     from playwright.sync_api import sync_playwright

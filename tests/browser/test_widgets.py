@@ -29,6 +29,28 @@ def _wait_for_chat_status(lab, *statuses: str, timeout: float = 30.0) -> str:
     return lab.page.locator(CHAT).first.get_attribute("data-status")
 
 
+def test_quickstart_send_box_runs_the_agent(lab):
+    """01_quickstart (what `make demo` opens): typing into the chat and pressing Enter
+    starts a run in the background; the tool card and the answer stream in."""
+    lab.open("01_quickstart.ipynb")
+    lab.run_cell_containing("import arknb as ark")
+    lab.run_cell_containing("def multiply")
+    lab.run_cell_containing("ark.ScriptedModel([")
+    lab.run_cell_containing("ark.ChatWidget(runtime)")
+    chat = lab.page.locator(CHAT).first
+    chat.wait_for()
+    box = chat.get_by_test_id("arknb-input")
+    box.fill("What is 1 + 2?")
+    box.press("Enter")
+    chat.locator("[data-testid='arknb-user']", has_text="What is 1 + 2?").wait_for()
+    chat.locator("[data-testid='arknb-tool-card'][data-status='done']",
+                 has=lab.page.locator("[data-testid='arknb-tool-result']", has_text="3")).wait_for()
+    chat.locator("[data-testid='arknb-assistant-text']", has_text="1 + 2 is 3.").wait_for()
+    assert _wait_for_chat_status(lab, "completed") == "completed"
+    assert chat.locator("[data-testid='arknb-assistant-text'] strong", has_text="3").count() == 1
+    assert box.input_value() == ""
+
+
 def test_approvals_notebook_approve_then_deny(lab):
     lab.open("03_approvals.ipynb")
     lab.run_cell_containing("def clear_cache")
