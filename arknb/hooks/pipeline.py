@@ -18,6 +18,7 @@ Every non-trivial outcome is published as ``hook.decision`` with before/after va
 from __future__ import annotations
 
 import asyncio
+import inspect
 import dataclasses
 from typing import Any, Callable
 
@@ -80,11 +81,16 @@ class HookPipeline:
         the slot's type is returned instead of ``_FAILED``.
         """
         try:
-            call = entry.slots[slot](ctx)
-            if entry.timeout is not None:
-                result = await asyncio.wait_for(call, entry.timeout)
+            direct = entry.direct.get(slot)
+            if direct is not None:
+                # A plain sync function without a timeout: call it, no coroutine around it.
+                result = direct(ctx)
+                if result is not None and inspect.isawaitable(result):
+                    result = await result
+            elif entry.timeout is not None:
+                result = await asyncio.wait_for(entry.slots[slot](ctx), entry.timeout)
             else:
-                result = await call
+                result = await entry.slots[slot](ctx)
         except asyncio.CancelledError:
             raise
         except TimeoutError:
@@ -119,7 +125,7 @@ class HookPipeline:
         """Rewrite or abort the run's input."""
         value = ctx.input
         for entry in self.registry.for_slot(HookSlot.BEFORE_RUN):
-            result = await self._call(entry, HookSlot.BEFORE_RUN, ctx.copy_with(input=value))
+            result = await self._call(entry, HookSlot.BEFORE_RUN, _with(ctx, input=value))
             if result is None or result is _FAILED:
                 continue
             if result.action is BeforeRunAction.ABORT:
@@ -134,7 +140,7 @@ class HookPipeline:
         """Rewrite the request, answer without the model (``respond``) or abort."""
         request = ctx.request
         for entry in self.registry.for_slot(HookSlot.BEFORE_MODEL_CALL):
-            result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, ctx.copy_with(request=request))
+            result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, _with(ctx, request=request))
             if result is None or result is _FAILED:
                 continue
             if result.action is ModelCallAction.RESPOND:
@@ -155,7 +161,7 @@ class HookPipeline:
         text, reasoning = ctx.text, ctx.reasoning
         for entry in self.registry.for_slot(HookSlot.ON_MODEL_CHUNK):
             result = await self._call(entry, HookSlot.ON_MODEL_CHUNK,
-                                      ctx.copy_with(text=text, reasoning=reasoning))
+                                      _with(ctx, text=text, reasoning=reasoning))
             if result is None or result is _FAILED:
                 continue
             action = result.action
@@ -183,7 +189,7 @@ class HookPipeline:
         """Rewrite the response, ask for a retry, or abort."""
         response = ctx.response
         for entry in self.registry.for_slot(HookSlot.AFTER_MODEL_CALL):
-            result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, ctx.copy_with(response=response))
+            result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, _with(ctx, response=response))
             if result is None or result is _FAILED:
                 continue
             if result.action is not ModelResponseAction.PROCEED:
@@ -201,7 +207,7 @@ class HookPipeline:
         call = ctx.call
         original_id = call.id
         for entry in self.registry.for_slot(HookSlot.BEFORE_TOOL_CALL):
-            result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, ctx.copy_with(call=call))
+            result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, _with(ctx, call=call))
             if result is None or result is _FAILED:
                 continue
             if result.action is not ToolCallAction.PROCEED:
@@ -225,7 +231,7 @@ class HookPipeline:
         tool_result = ctx.result
         injected: list = []
         for entry in self.registry.for_slot(HookSlot.AFTER_TOOL_CALL):
-            result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, ctx.copy_with(result=tool_result))
+            result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, _with(ctx, result=tool_result))
             if result is None or result is _FAILED:
                 continue
             if result.action is ToolResultAction.ABORT:
@@ -288,6 +294,15 @@ class HookPipeline:
             if await self._call(entry, HookSlot.AFTER_RUN, ctx) is _FAILED:
                 diagnostics.append(entry.name)
         return diagnostics
+
+
+def _with(ctx: Any, **values: Any) -> Any:
+    """``ctx`` itself when no value changed (the common case), else a copy: a chunk hook
+    runs once per streamed chunk, and copying a context per hook would dominate."""
+    for name, value in values.items():
+        if getattr(ctx, name) is not value:
+            return ctx.copy_with(**values)
+    return ctx
 
 
 def _request_summary(request: Any) -> Any:

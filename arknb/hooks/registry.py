@@ -38,6 +38,8 @@ class HookEntry:
     timeout: float | None = None
     source: Any = None
     seq: int = field(default=0, repr=False)
+    direct: dict[HookSlot, SlotCallable] = field(default_factory=dict, repr=False)
+    """Sync functions without a timeout, called without a coroutine wrapper (hot path)."""
 
     @property
     def slot_names(self) -> tuple[str, ...]:
@@ -124,6 +126,8 @@ class HookRegistry:
                                    "cannot stop the run; drop fail_closed=True")
         hook_name = name or getattr(fn, "__name__", None) or repr(fn)
         entry = HookEntry(hook_name, {slot: _function_slot(fn, timeout)}, order, fail_closed, timeout, fn)
+        if timeout is None and not inspect.iscoroutinefunction(fn):
+            entry.direct[slot] = fn
         return self._put(entry)
 
     def _put(self, entry: HookEntry) -> HookEntry:

@@ -109,6 +109,8 @@ class ScriptedModel:
         self.requests: list[ModelRequest] = []
         self.closed_streams = 0
         self._next = 0
+        for turn in self.turns:  # build the replayed events now, not while the run streams
+            self._prebuild(turn)
 
     @property
     def remaining(self) -> int:
