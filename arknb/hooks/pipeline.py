@@ -183,7 +183,7 @@ class HookPipeline:
                                {"text": text, "reasoning": reasoning},
                                {"text": new_text, "reasoning": new_reasoning}, index=ctx.index)
                 text, reasoning = new_text, new_reasoning
-        return ModelChunkHookResult.proceed(text, reasoning)
+        return ModelChunkHookResult._trusted(ModelChunkAction.PROCEED, text=text, reasoning=reasoning)
 
     async def after_model_call(self, ctx: ModelResponseHookContext) -> ModelResponseHookResult:
         """Rewrite the response, ask for a retry, or abort."""

@@ -26,6 +26,7 @@ __all__ = [
 ]
 
 _FACTORY = object()
+_TRUSTED = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class _Result:
     _token: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self._token is _TRUSTED:
+            return  # built by the pipeline from values already checked
         if self._token is not _FACTORY:
             raise TypeError(f"build {type(self).__name__} with its factory classmethods "
                             f"(e.g. {type(self).__name__}.proceed(...)), not the constructor")
@@ -45,7 +48,12 @@ class _Result:
 
     def by(self, hook: str):
         """A copy attributed to ``hook`` (used by the pipeline)."""
-        return dataclasses.replace(self, hook=hook)
+        return dataclasses.replace(self, hook=hook, _token=_TRUSTED)
+
+    @classmethod
+    def _trusted(cls, action: Any, **values: Any):
+        """For the pipeline only: a result from values a factory already checked."""
+        return cls(action, _token=_TRUSTED, **values)
 
     @property
     def short_circuits(self) -> bool:
@@ -276,11 +284,19 @@ _FIELD_TYPES: dict[str, Any] = {
 }
 
 
+_CHECKED_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
 def _check_fields(result: _Result) -> None:
     """A wrong type given to a factory fails here, naming the field, not later inside the run."""
-    name = type(result).__name__
-    for field_name, expected in _FIELD_TYPES.items():
-        value = getattr(result, field_name, None)
+    cls = type(result)
+    checked = _CHECKED_FIELDS.get(cls)
+    if checked is None:
+        checked = tuple((f, t) for f, t in _FIELD_TYPES.items() if f in cls.__dataclass_fields__)
+        _CHECKED_FIELDS[cls] = checked
+    name = cls.__name__
+    for field_name, expected in checked:
+        value = getattr(result, field_name)
         if value is None:
             continue
         if isinstance(expected, tuple):
