@@ -19,7 +19,9 @@ js/node_modules/.package-lock.json: js/package-lock.json
 demo: $(STAMP)
 	$(PY) -m arknb.demo
 	@if [ -n "$$NO_LAB" ] || [ -n "$$CI" ]; then echo "(NO_LAB/CI set: not opening JupyterLab)"; \
-	else $(VENV)/bin/jupyter lab notebooks/01_quickstart.ipynb; fi
+	else $(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks \
+		--LabApp.default_url=/lab/tree/01_quickstart.ipynb \
+		$(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True); fi
 
 demo-terminal: $(STAMP)
 	$(PY) -m arknb.demo
