@@ -28,6 +28,7 @@ from ..state import (
 )
 from ..tools import ToolRegistry
 from ._approvals import apply_decision
+from ._channel import EventChannel
 from ._context import RunContext
 from ._loop import drive
 from ._tool_batch import tool_message, unanswered_calls
@@ -206,20 +207,21 @@ class AgentRuntime:
 
     async def run_stream(self, input: RunInput) -> AsyncIterator[AgentEvent]:
         """Run and yield every event of the run as it happens; ``runtime.last_result`` holds the result."""
-        queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        channel: EventChannel[AgentEvent] = EventChannel()
         run_ids: set[str] = set()
 
         def listener(event: AgentEvent) -> None:
             if event.run_id in run_ids:
-                queue.put_nowait(event)
+                channel.put(event)
 
         unsubscribe = self.bus.subscribe("*", listener)
         handle: RunHandle | None = None
         try:
             handle = self.start(input)
             run_ids.add(handle.run_id)
-            handle.task.add_done_callback(lambda _task: queue.put_nowait(None))
-            while (event := await queue.get()) is not None:
+            # Every event of the run is published before its task completes.
+            handle.task.add_done_callback(lambda _task: channel.close())
+            async for event in channel:
                 yield event
         finally:
             unsubscribe()
