@@ -13,6 +13,8 @@ from arknb import (
     TurnCompletionHookResult,
 )
 
+from ._events_kit import of, record
+
 
 @ark.tool
 def add(a: int, b: int) -> int:
@@ -20,14 +22,6 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def record(runtime: AgentRuntime) -> list:
-    events: list = []
-    runtime.bus.subscribe(EventTypes.ANY, events.append)
-    return events
-
-
-def of(events, type_):
-    return [e for e in events if e.type == type_]
 
 
 def add_turn(call_id: str = "c1", a: int = 1, b: int = 2) -> ScriptedTurn:

@@ -11,15 +11,9 @@ from arknb import (
 from arknb.domain import AgentMessage
 from arknb.state import MemoryStateStorage
 
-
-def record(runtime: AgentRuntime) -> list:
-    events: list = []
-    runtime.bus.subscribe(EventTypes.ANY, events.append)
-    return events
+from ._events_kit import of, record
 
 
-def of(events, type_):
-    return [e for e in events if e.type == type_]
 
 
 def assert_sequence_increasing(events):

@@ -7,15 +7,9 @@ import asyncio
 import arknb as ark
 from arknb import AgentRuntime, EventTypes, ScriptedModel, ScriptedTurn, ToolCall, ToolCallHookResult
 
-
-def record(runtime: AgentRuntime) -> list:
-    events: list = []
-    runtime.bus.subscribe(EventTypes.ANY, events.append)
-    return events
+from ._events_kit import of, record
 
 
-def of(events, type_):
-    return [e for e in events if e.type == type_]
 
 
 def calls_turn(*calls: ToolCall) -> ScriptedTurn:
