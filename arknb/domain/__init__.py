@@ -13,7 +13,7 @@ from .tools import ToolCall, ToolDefinition, ToolResult, ToolRisk
 
 __all__ = [
     "AgentMessage", "ArkError", "CancellationToken", "ContentKind", "ContentPart", "ErrorCode",
-    "ErrorInfo", "ErrorLayer", "FinishReason", "ModelComplete", "ModelConfig", "ModelRequest",
+    "ErrorInfo", "ErrorLayer", "FinishReason", "Retryability", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelStart", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
     "StreamingEvent", "StreamingEventAdapter", "TextDelta", "ToolCall", "ToolCallDelta",
     "ToolDefinition", "ToolResult", "ToolRisk", "Usage", "UsageUpdate", "invalid_argument",
