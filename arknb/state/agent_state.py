@@ -43,7 +43,6 @@ class AgentState(BaseModel):
         current_run_id: the run in progress or suspended.
         last_stop_reason: how the last run ended (a ``StopReason`` value).
         event_sequence: the last event sequence number used, so a resumed run continues it.
-        pending_decision: reserved for loop escalation.
         updated_at: when this state was built (seconds since the epoch).
 
     Example:
@@ -68,7 +67,6 @@ class AgentState(BaseModel):
     current_run_id: str | None = None
     last_stop_reason: str | None = None
     event_sequence: int = Field(default=0, ge=0)
-    pending_decision: dict[str, Any] | None = None
     updated_at: float = 0.0
 
     @property

@@ -10,7 +10,7 @@ Version history:
 
 * 1 — the first format: no approvals, no run bookkeeping; token usage under ``usage``.
 * 2 — adds ``pending_approval``, ``not_resumable``, ``current_run_id``,
-  ``last_stop_reason``, ``event_sequence``, ``pending_decision``; ``usage`` is renamed
+  ``last_stop_reason``, ``event_sequence``; ``usage`` is renamed
   ``usages`` (seed 000 §8.2: the approval batch lives in schema version 2).
 """
 

@@ -107,9 +107,7 @@ class MemoryStateStorage:
             raise invalid_argument(f"save expects an AgentState, got {type(state).__name__}")
         session_id = validate_session_id(state.session_id)
         # A saved state's dicts are copied once, so later in-place edits by the caller cannot leak in.
-        self._states[session_id] = state.model_copy(
-            update={"metadata": dict(state.metadata),
-                    "pending_decision": dict(state.pending_decision) if state.pending_decision else None})
+        self._states[session_id] = state.model_copy(update={"metadata": dict(state.metadata)})
         self._not_resumable.discard(session_id)
 
     async def mark_not_resumable(self, session_id: str) -> None:

@@ -38,7 +38,7 @@ def test_v1_document_migrates_to_the_current_version():
     # Fields that v1 did not have take their defaults.
     assert state.pending_approval is None and state.not_resumable is False
     assert state.current_run_id is None and state.event_sequence == 0
-    assert state.pending_decision is None and state.last_stop_reason is None
+    assert state.last_stop_reason is None
 
 
 def test_document_without_version_is_read_as_v1():
