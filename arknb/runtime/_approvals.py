@@ -25,10 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval", "resolved_calls"]
 
-LOOP_BATCH_PREFIX = "loop_"
-
-
-def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message) -> PendingApprovalBatch:
+def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message,
+                kind: str = "tool") -> PendingApprovalBatch:
     """The pending batch for a plan with deferred calls (pure data: no callbacks, no secrets)."""
     now = rt._clock()
     items = tuple(
@@ -36,7 +34,8 @@ def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_messag
                             created_at=now)
         for call, reason, risk in plan.deferred)
     return PendingApprovalBatch(batch_id=plan.batch_id, run_id=ctx.run_id, items=items, model_message=model_message,
-                                created_at=now, allowed_calls=tuple(plan.allowed), denied_calls=tuple(plan.denied))
+                                created_at=now, allowed_calls=tuple(plan.allowed), denied_calls=tuple(plan.denied),
+                                kind=kind)
 
 
 async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch,
@@ -57,7 +56,7 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
         return error
     # Whole items (defaults included): a listener reads item["decision"] like the saved batch.
     rt._emit(EventTypes.APPROVAL_REQUIRED, lambda: {
-        "batch_id": batch.batch_id, "items": _items(batch), "kind": _kind(batch)})
+        "batch_id": batch.batch_id, "items": _items(batch), "kind": batch.kind})
     rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()})
     return None
 
@@ -75,8 +74,6 @@ def _items(batch: PendingApprovalBatch) -> list[dict]:
     return [item.model_dump(mode="json") for item in batch.items]
 
 
-def _kind(batch: PendingApprovalBatch) -> str:
-    return "loop" if batch.batch_id.startswith(LOOP_BATCH_PREFIX) else "tool"
 
 
 async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalDecision,

@@ -19,7 +19,7 @@ from ..hooks import (
 )
 from ..hooks.pipeline import jsonable
 from ..state import PendingApprovalBatch
-from ._approvals import LOOP_BATCH_PREFIX, awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
+from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal
 from ._tool_batch import BatchPlan, execute_batch, plan_batch
@@ -159,11 +159,11 @@ async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit
                                         "window": hit.window, "threshold": hit.threshold, "message": explanation,
                                         "mode": rt.loop_detector.on_detect})
     if rt.loop_detector.on_detect == "ask":
-        plan = BatchPlan(batch_id=rt._new_id(LOOP_BATCH_PREFIX + "batch"))
+        plan = BatchPlan(batch_id=rt._new_id("batch"))
         for call in message.tool_calls:
             plan.deferred.append((call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
                                   rt.tools.risk_of(call.name) or "safe"))
-        return NextStep.await_approval(build_batch(rt, ctx, plan, message))
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message, kind="loop"))
     rt._answer_unanswered("not executed: loop_detected")
     return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED,
                                                                    explanation))
@@ -171,7 +171,7 @@ async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit
 
 async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
     allowed, denied = resolved_calls(batch)
-    if batch.batch_id.startswith(LOOP_BATCH_PREFIX):
+    if batch.kind == "loop":
         if denied:
             rt._answer_unanswered("not executed: the loop was stopped by the user")
             return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(

@@ -11,6 +11,7 @@ runtime swaps into a new state.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -129,6 +130,9 @@ class PendingApprovalBatch(BaseModel):
     created_at: float
     allowed_calls: tuple[ToolCall, ...] = ()
     denied_calls: tuple[DeniedCall, ...] = ()
+    kind: Literal["tool", "loop"] = "tool"
+    """``tool``: dangerous or deferred calls; ``loop``: a detected loop waiting for
+    continue (approve) or stop (deny)."""
 
     @model_validator(mode="after")
     def _check_unique_ids(self) -> PendingApprovalBatch:
