@@ -87,6 +87,12 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
         rt._append_history(new_input)
         await persist(rt, ctx, "after_user_input")
     if resume_batch is not None:
+        # Record that the batch is consumed before any of it runs: a restore after a crash
+        # must never offer (and so run) the same approved calls again.
+        saved = await persist(rt, ctx, "approval_resolved", mandatory=True)
+        if not saved.ok:
+            rt._answer_unanswered("not executed: the approval could not be recorded")
+            raise _save_error(saved.error)
         return await _run_decided_batch(rt, ctx, resume_batch)
     if resume_reason is not None:
         # A run interrupted without a clean checkpoint may have unanswered calls: pair them first.

@@ -12,7 +12,7 @@ from arknb import (
 )
 
 from ._approval_kit import (
-    FaultyStorage, assert_history_paired, call, dangerous_turn, finish_background, make_runtime,
+    FaultyStorage, Tools, assert_history_paired, call, dangerous_turn, finish_background, make_runtime,
 )
 
 
@@ -340,3 +340,42 @@ async def test_regression_chunk_hook_drop_and_abort_land_before_model_complete()
     assert second.error.code == "hook_abort" and second.error.layer == "security"
     assert runtime.history[-1].role == "user"  # the aborted answer never entered history
     assert log.types()[-1] == EventTypes.AGENT_ABORTED
+
+
+async def test_resolved_batch_is_saved_before_any_approved_call_runs():
+    seen_at_run: list = []
+    storage = FaultyStorage()
+    tools = Tools()
+
+    @ark.tool(risk="dangerous")
+    def clear_cache(path: str) -> str:
+        """Delete a cache folder."""
+        # What a restore would find if the process died right now.
+        seen_at_run.append(storage.saved[-1].pending_approval)
+        return f"cleared {path}"
+
+    tools.all[1] = clear_cache
+    runtime, _, log = make_runtime([dangerous_turn(), "Done."], tools, storage=storage)
+    assert (await runtime.run("clear it")).stop_reason == "awaiting_approval"
+    [item] = runtime.controller.list_pending_approvals()
+    await runtime.controller.approve(item.approval_id)
+    result = await finish_background(runtime)
+    assert result.stop_reason == "completed"
+    assert seen_at_run == [None]
+    reasons = [p["reason"] for p in log.persisted()]
+    assert reasons.index("approval_resolved") < len(reasons) - 1
+    assert [p for p in log.persisted() if p["reason"] == "approval_resolved"][0]["mandatory"] is True
+
+
+async def test_failed_save_of_the_resolution_runs_nothing_and_fails_the_run():
+    storage = FaultyStorage(fail_if=lambda state: state.pending_approval is None and state.is_running
+                            and state.last_stop_reason == "awaiting_approval")
+    runtime, tools, _ = make_runtime([dangerous_turn(), "Done."], storage=storage)
+    assert (await runtime.run("clear it")).stop_reason == "awaiting_approval"
+    [item] = runtime.controller.list_pending_approvals()
+    await runtime.controller.approve(item.approval_id)
+    result = await finish_background(runtime)
+    assert result.stop_reason == "failed"
+    assert result.error.code == "state_save_failed"
+    assert tools.names() == []
+    assert_history_paired(runtime.history)
