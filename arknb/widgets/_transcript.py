@@ -6,7 +6,8 @@ renders), each with a stable ``id`` and a ``kind``:
 * ``user``: ``text``
 * ``assistant``: ``text``, ``reasoning``, ``streaming``, ``run_id``
 * ``tool``: ``call_id``, ``name``, ``arguments`` (JSON text), ``status`` (requested,
-  running, awaiting_approval, approved, done, error, denied), ``result``,
+  running, awaiting_approval, approved, done, error, denied; ``not_executed`` or
+  ``interrupted`` when the run ended before the call finished), ``result``,
   ``is_error``, ``duration_ms``, ``reason``
 * ``hook``: ``slot``, ``hook``, ``action``, ``reason``, ``before``, ``after``, ``count``
 * ``notice``: ``level`` (info, warn, error), ``text``
@@ -326,6 +327,7 @@ class Transcript:
     def _on_terminal(self, etype: str, p: Mapping[str, Any]) -> None:
         self._close_streams()
         self.status = str(p.get("stop_reason") or _TERMINAL_STATUS[etype])
+        self._end_open_calls()
         if etype == "agent.error":
             self._notice("error", f"run failed: {error_text(p.get('error'))}")
         elif etype == "agent.cancelled":
@@ -335,8 +337,26 @@ class Transcript:
         elif self.status != "completed":
             self._notice("info", f"run ended: {self.status}")
 
+    def _end_open_calls(self) -> None:
+        """A run that ended (e.g. cancelled while awaiting approval) leaves no call
+        pending: the runtime answered them in history without a tool event, so close
+        their cards and drop their approvals here (a replay must not offer them)."""
+        for approval in self.approvals.values():
+            if approval["decision"] == "pending":
+                approval["decision"] = "cancelled"
+        for entry in self.entries:
+            if entry["kind"] == "tool" and entry["status"] in _OPEN_TOOL_STATUS:
+                interrupted = entry["status"] == "running"
+                entry["status"] = "interrupted" if interrupted else "not_executed"
+                if entry["result"] is None:
+                    entry["is_error"] = True
+                    entry["result"] = (f"interrupted: the run ended {self.status}" if interrupted
+                                       else f"not executed: the run ended {self.status}")
+                self.needs_snapshot = True
+
 
 _DECIDED_STATUS = {"approved": "approved", "denied": "denied"}
+_OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "approved"})
 
 
 def _dump(value: Any) -> dict[str, Any]:

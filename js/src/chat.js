@@ -77,7 +77,8 @@ const STATUS_LABEL = {
 
 function toolStatusLabel(status) {
   return ({ requested: "requested", running: "running…", awaiting_approval: "awaiting approval",
-    approved: "approved", done: "done", error: "error", denied: "denied" })[status] || status;
+    approved: "approved", done: "done", error: "error", denied: "denied", not_executed: "not executed",
+    interrupted: "interrupted" })[status] || status;
 }
 
 function hookSentence(e) {

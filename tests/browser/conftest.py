@@ -209,6 +209,7 @@ def _write_isolated_config(home: Path) -> dict[str, str]:
             "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
             "extension_manager": "readonly",
         },
+        "JupyterNotebookApp": {"expose_app_in_browser": True},
     }
     (dirs["JUPYTER_CONFIG_DIR"] / "jupyter_server_config.json").write_text(
         json.dumps(server_config)
@@ -231,7 +232,7 @@ def _prepare_root(root: Path) -> None:
 
 def _server_answers(base_url: str, token: str, process: subprocess.Popen[bytes]) -> bool:
     if process.poll() is not None:
-        raise RuntimeError(f"jupyter lab exited with code {process.returncode}")
+        raise RuntimeError(f"jupyter server exited with code {process.returncode}")
     port = int(base_url.rsplit(":", 1)[1])
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -245,7 +246,8 @@ def _server_answers(base_url: str, token: str, process: subprocess.Popen[bytes])
         return False
 
 
-def _start_server(home: Path, root: Path) -> LabServer:
+def _start_server(home: Path, root: Path, *, app: str = "jupyterlab") -> LabServer:
+    """Start ``jupyter lab`` (``app="jupyterlab"``) or Jupyter Notebook 7 (``app="notebook"``)."""
     env = dict(os.environ)
     env.update(_write_isolated_config(home))
     # The kernel inherits this: notebooks import the working tree's arknb.
@@ -261,7 +263,7 @@ def _start_server(home: Path, root: Path) -> LabServer:
         log = log_path.open("wb")
         process = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab",
+                sys.executable, "-m", app,
                 "--no-browser",
                 "--ip=127.0.0.1",
                 f"--port={port}",
@@ -269,7 +271,8 @@ def _start_server(home: Path, root: Path) -> LabServer:
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={root}",
                 "--ServerApp.allow_root=True",
-                "--LabApp.expose_app_in_browser=True",
+                "--LabApp.expose_app_in_browser=True" if app == "jupyterlab"
+                else "--JupyterNotebookApp.expose_app_in_browser=True",
             ],
             cwd=root,
             env=env,

@@ -105,6 +105,28 @@ async def test_stop_cancels_a_slow_stream():
     assert chat.status == "cancelled"
 
 
+async def test_stop_while_awaiting_approval_closes_the_card_and_the_call():
+    call = ark.ToolCall(id="c9", name="clear_cache", arguments_json='{"path": "/tmp/x"}')
+    runtime = make_runtime([ark.ScriptedTurn(text="Clearing.", tool_calls=[call])])
+    recorded = []
+    runtime.bus.subscribe(ark.EventTypes.ANY, recorded.append)
+    chat = ChatWidget(runtime)
+    Frontend(chat)
+    chat._on_msg(chat, {"type": "send", "text": "clear it"})
+    await settle(runtime)
+    assert chat.status == "awaiting_approval" and len(chat.approvals) == 1
+    chat._on_msg(chat, {"type": "stop"})
+    await settle(runtime)
+    assert chat.status == "cancelled"
+    assert chat.approvals == []
+    card = next(e for e in chat.transcript["entries"] if e["kind"] == "tool")
+    assert card["status"] == "not_executed" and card["is_error"]
+    # A replay of the same events offers no pending approval either.
+    replay = ChatWidget.from_events(recorded)
+    assert replay.status == "cancelled" and replay.approvals == []
+    assert next(e for e in replay.transcript["entries"] if e["kind"] == "tool")["status"] == "not_executed"
+
+
 async def test_redisplay_on_a_finished_runtime_shows_its_history():
     runtime = make_runtime([ark.ScriptedTurn(text="Hello there.")])
     await runtime.run("hi")
