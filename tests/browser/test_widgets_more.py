@@ -9,7 +9,6 @@ As in ``test_widgets.py``, every run a widget drives is started with
 from __future__ import annotations
 
 import json
-import shutil
 import uuid
 from typing import Any
 
@@ -20,6 +19,8 @@ from .conftest import (
     DEFAULT_TIMEOUT_MS,
     RESULTS_DIR,
     LabPage,
+    _in_ci,
+    _prepare_root,
     _start_server,
     _stop_server,
     safe_name,
@@ -264,10 +265,8 @@ def test_read_only_replay_of_recorded_events(lab):
 
 def test_dark_theme_follows_jupyterlab_variables(lab):
     notebook = lab.server.write_notebook("theme.ipynb", [
-        RUN_WITH_TOOL + """
-timeline = ark.TimelineWidget(runtime)
-""",
-        "timeline",
+        RUN_WITH_TOOL,
+        "timeline = ark.TimelineWidget(runtime)\ntimeline",
         "result = await runtime.run('What is 1 + 2?')",
     ])
     lab.open(notebook)
@@ -318,17 +317,17 @@ timeline = ark.TimelineWidget(runtime)
 
 
 @pytest.fixture(scope="module")
-def notebook7_server(tmp_path_factory: pytest.TempPathFactory, lab_server: Any) -> Any:
+def notebook7_server(tmp_path_factory: pytest.TempPathFactory, chromium_browser: Any) -> Any:
     """A Jupyter Notebook 7 server with the same isolation as the JupyterLab one."""
-    if shutil.which("jupyter-notebook") is None:
-        try:
-            import notebook  # noqa: F401
-        except ImportError:
-            pytest.skip("the notebook package (Jupyter Notebook 7) is not installed")
+    try:
+        import notebook  # noqa: F401  (the `dev` extra installs it)
+    except ImportError as exc:
+        if _in_ci():
+            pytest.fail(f"the Notebook 7 test must run in CI: {exc}", pytrace=False)
+        pytest.skip(f"the notebook package (Jupyter Notebook 7) is not installed: {exc}")
     home = tmp_path_factory.mktemp("notebook7-home")
-    root = home / "root"
-    shutil.copytree(lab_server.root_dir, root, ignore=shutil.ignore_patterns("_generated", ".ipynb_checkpoints"))
-    server = _start_server(home, root, app="notebook")
+    _prepare_root(home / "root")
+    server = _start_server(home, home / "root", app="notebook")
     try:
         yield server
     finally:
