@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 import anywidget
 import traitlets
 
-from ._base import STATIC, call_maybe_async, spawn
+from ._base import STATIC, call_maybe_async, check_events, check_runtime, detach, spawn
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._payload import call_fields, error_text
 from ._protocol import Action, Msg
@@ -75,10 +75,11 @@ class ChatWidget(anywidget.AnyWidget):
         self._coalescer = Coalescer(self._flush, **options)
         if runtime is None:
             self._transcript = Transcript()
-            for event in events or ():
+            for event in check_events(events or (), "ChatWidget"):
                 self._transcript.apply(event)
             self.read_only = True
         else:
+            check_runtime(runtime, "ChatWidget")
             state = runtime.state
             self._transcript = Transcript.from_history(getattr(state, "history", ()),
                                                        getattr(state, "pending_approval", None))
@@ -94,7 +95,7 @@ class ChatWidget(anywidget.AnyWidget):
     @classmethod
     def from_events(cls, events: Iterable[Any], **kwargs: Any) -> ChatWidget:
         """A read-only chat replaying recorded events (no runtime, no buttons)."""
-        return cls(None, events=list(events), **kwargs)
+        return cls(None, events=check_events(events, "ChatWidget.from_events"), **kwargs)
 
     # -- kernel -> browser ------------------------------------------------------------
 
@@ -243,10 +244,7 @@ class ChatWidget(anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop listening to the runtime and close the widget."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        self._coalescer.close()
+        detach(self)
         super().close()
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 import anywidget
 import traitlets
 
-from ._base import STATIC
+from ._base import STATIC, check_events, detach
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._payload import jsonable
 from ._protocol import Action, Msg
@@ -63,7 +63,7 @@ class TimelineWidget(anywidget.AnyWidget):
         if bus is not None:
             self._unsubscribe = bus.subscribe("*", self._on_event)
         else:
-            self._log.extend(source or ())
+            self._log.extend(check_events(source or (), "TimelineWidget"))
             self.read_only = True
         self.on_msg(self._on_msg)
 
@@ -114,10 +114,7 @@ class TimelineWidget(anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop listening to the runtime and close the widget."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        self._coalescer.close()
+        detach(self)
         super().close()
 
 

@@ -25,3 +25,15 @@ def test_widgets_package_exports_both_widgets():
     for name in ("chat.js", "chat.css", "timeline.js", "timeline.css"):
         assert (STATIC / name).stat().st_size > 1000, name
     assert "export" in str(w.ChatWidget._esm) and "arknb-timeline" in str(w.TimelineWidget._esm)
+
+
+def test_widgets_refuse_what_is_neither_a_runtime_nor_events():
+    import pytest
+
+    import arknb as ark
+    cases = [(lambda: ark.ChatWidget("x"), "AgentRuntime"), (lambda: ark.TimelineWidget(5), "events"),
+             (lambda: ark.ChatWidget.from_events(5), "events"), (lambda: ark.TimelineWidget(["x"]), "events[0]")]
+    for make, named in cases:
+        with pytest.raises(ark.ArkError) as info:
+            make()
+        assert info.value.code == "invalid_argument" and named in info.value.message
