@@ -215,7 +215,8 @@ def render(report: dict, machine: dict) -> str:
     for t in report["targets"]:
         met = "n/a" if t["met"] is None else ("yes" if t["met"] else "**no**")
         limit = f"{t['limit']:.3f}" if t["limit"] < 1 else f"{t['limit']:g}"
-        lines.append(f"| {t['target']} | {t['shown']} {t['unit']} | {limit} {t['unit']} | {met} |")
+        value = "n/a" if t["value"] is None else f"{t['shown']} {t['unit']}"
+        lines.append(f"| {t['target']} | {value} | {limit} {t['unit']} | {met} |")
     notes = []
     for r in report["rows"]:
         if r["extras"]:
