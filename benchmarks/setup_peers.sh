@@ -30,13 +30,15 @@ fi
 "$venv/bin/python" -m pip install --quiet -r "$reqs"
 # arknb in editable mode. While the repo cannot be built yet (e.g. its README is still
 # missing) fall back to the same effect by hand: its dependencies plus a .pth entry.
-if ! "$venv/bin/python" -m pip install --quiet -e "$repo" 2>"$venv/.editable-install.log"; then
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+if "$venv/bin/python" -m pip install --quiet -e "$repo" 2>"$venv/.editable-install.log"; then
+    rm -f "$site/arknb-dev.pth"
+else
     echo "pip install -e $repo failed (see $venv/.editable-install.log); using a .pth entry instead" >&2
     mapfile -t deps < <("$venv/bin/python" -c '
 import sys, tomllib
 print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' "$repo/pyproject.toml")
     "$venv/bin/python" -m pip install --quiet "${deps[@]}"
-    site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     echo "$repo" > "$site/arknb-dev.pth"
     want="$want (pth)"  # retry the real editable install next time
 fi
