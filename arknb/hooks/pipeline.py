@@ -46,6 +46,16 @@ Emit = Callable[[str, Callable[[], dict[str, Any]]], None]
 """``emit(event_type, payload_factory)``: the factory is called only if someone listens."""
 
 _FAILED = object()
+_ASYNC = object()
+
+
+class _Started:
+    """An awaitable a sync hook function returned, still to be awaited."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Any) -> None:
+        self.awaitable = awaitable
 
 
 def jsonable(value: Any) -> Any:
@@ -74,15 +84,38 @@ class HookPipeline:
 
     # -- one hook call, isolated ----------------------------------------------------
 
-    async def _call(self, entry: HookEntry, slot: HookSlot, ctx: Any) -> Any:
+    def _call_direct(self, entry: HookEntry, slot: HookSlot, ctx: Any) -> Any:
+        """The hot path for plain sync function hooks: call without creating a coroutine.
+
+        Returns what :meth:`_call` would, ``_ASYNC`` when the hook is not a plain sync
+        function (then use :meth:`_call`), or a :class:`_Started` awaitable the function
+        returned (then finish it with :meth:`_call`, which does not call the hook again).
+        """
+        direct = entry.direct.get(slot)
+        if direct is None:
+            return _ASYNC
+        try:
+            result = direct(ctx)
+        except Exception as exc:  # fail-open by default: seed 004 §6
+            return self._failure(entry, slot, "exception", f"{type(exc).__name__}: {exc}")
+        if result is None:
+            return None
+        if inspect.isawaitable(result):
+            return _Started(result)
+        return self._checked(entry, slot, result)
+
+    async def _call(self, entry: HookEntry, slot: HookSlot, ctx: Any, started: Any = None) -> Any:
         """Call one hook; returns its result, ``None`` (proceed) or ``_FAILED``.
 
         On failure a diagnostic is published; with ``fail_closed`` an ``abort`` result of
-        the slot's type is returned instead of ``_FAILED``.
+        the slot's type is returned instead of ``_FAILED``. ``started`` finishes a hook
+        that :meth:`_call_direct` already called.
         """
         try:
             direct = entry.direct.get(slot)
-            if direct is not None:
+            if isinstance(started, _Started):
+                result = await started.awaitable
+            elif direct is not None:
                 # A plain sync function without a timeout: call it, no coroutine around it.
                 result = direct(ctx)
                 if result is not None and inspect.isawaitable(result):
@@ -97,6 +130,9 @@ class HookPipeline:
             return self._failure(entry, slot, "timeout", f"did not finish within {entry.timeout:g} s")
         except Exception as exc:  # fail-open by default: seed 004 §6
             return self._failure(entry, slot, "exception", f"{type(exc).__name__}: {exc}")
+        return self._checked(entry, slot, result)
+
+    def _checked(self, entry: HookEntry, slot: HookSlot, result: Any) -> Any:
         expected = SLOT_RESULT_TYPES[slot]
         if result is None or expected is None or isinstance(result, expected):
             return result
@@ -124,8 +160,9 @@ class HookPipeline:
     async def before_run(self, ctx: BeforeRunHookContext) -> BeforeRunHookResult:
         """Rewrite or abort the run's input."""
         value = ctx.input
+        current = ctx
         for entry in self.registry.for_slot(HookSlot.BEFORE_RUN):
-            result = await self._call(entry, HookSlot.BEFORE_RUN, _with(ctx, input=value))
+            result = await self._call(entry, HookSlot.BEFORE_RUN, current)
             if result is None or result is _FAILED:
                 continue
             if result.action is BeforeRunAction.ABORT:
@@ -134,13 +171,15 @@ class HookPipeline:
             if result.input is not None and result.input != value:
                 self._decision(HookSlot.BEFORE_RUN, entry.name, "rewrite", result.reason, value, result.input)
                 value = result.input
+                current = ctx.copy_with(input=value)
         return BeforeRunHookResult.proceed(value)
 
     async def before_model_call(self, ctx: ModelCallHookContext) -> ModelCallHookResult:
         """Rewrite the request, answer without the model (``respond``) or abort."""
         request = ctx.request
+        current = ctx
         for entry in self.registry.for_slot(HookSlot.BEFORE_MODEL_CALL):
-            result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, _with(ctx, request=request))
+            result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, current)
             if result is None or result is _FAILED:
                 continue
             if result.action is ModelCallAction.RESPOND:
@@ -154,14 +193,17 @@ class HookPipeline:
                 self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "rewrite", result.reason,
                                _request_summary(request), _request_summary(result.request))
                 request = result.request
+                current = ctx.copy_with(request=request)
         return ModelCallHookResult.proceed(request)
 
     async def on_model_chunk(self, ctx: ModelChunkHookContext) -> ModelChunkHookResult:
         """Rewrite, drop, hold back or abort one streamed chunk."""
         text, reasoning = ctx.text, ctx.reasoning
+        current = ctx  # copied only when a hook rewrites: this slot runs once per chunk
         for entry in self.registry.for_slot(HookSlot.ON_MODEL_CHUNK):
-            result = await self._call(entry, HookSlot.ON_MODEL_CHUNK,
-                                      _with(ctx, text=text, reasoning=reasoning))
+            result = self._call_direct(entry, HookSlot.ON_MODEL_CHUNK, current)
+            if result is _ASYNC or result.__class__ is _Started:
+                result = await self._call(entry, HookSlot.ON_MODEL_CHUNK, current, result)
             if result is None or result is _FAILED:
                 continue
             action = result.action
@@ -183,13 +225,15 @@ class HookPipeline:
                                {"text": text, "reasoning": reasoning},
                                {"text": new_text, "reasoning": new_reasoning}, index=ctx.index)
                 text, reasoning = new_text, new_reasoning
+                current = ctx.copy_with(text=text, reasoning=reasoning)
         return ModelChunkHookResult._trusted(ModelChunkAction.PROCEED, text=text, reasoning=reasoning)
 
     async def after_model_call(self, ctx: ModelResponseHookContext) -> ModelResponseHookResult:
         """Rewrite the response, ask for a retry, or abort."""
         response = ctx.response
+        current = ctx
         for entry in self.registry.for_slot(HookSlot.AFTER_MODEL_CALL):
-            result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, _with(ctx, response=response))
+            result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, current)
             if result is None or result is _FAILED:
                 continue
             if result.action is not ModelResponseAction.PROCEED:
@@ -200,14 +244,16 @@ class HookPipeline:
                 self._decision(HookSlot.AFTER_MODEL_CALL, entry.name, "rewrite", result.reason,
                                response.message if response else None, result.response.message)
                 response = result.response
+                current = ctx.copy_with(response=response)
         return ModelResponseHookResult.proceed(response)
 
     async def before_tool_call(self, ctx: ToolCallHookContext) -> ToolCallHookResult:
         """Rewrite (keeping the call id), deny with a synthetic result, defer, or abort."""
         call = ctx.call
         original_id = call.id
+        current = ctx
         for entry in self.registry.for_slot(HookSlot.BEFORE_TOOL_CALL):
-            result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, _with(ctx, call=call))
+            result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, current)
             if result is None or result is _FAILED:
                 continue
             if result.action is not ToolCallAction.PROCEED:
@@ -224,14 +270,16 @@ class HookPipeline:
                 self._decision(HookSlot.BEFORE_TOOL_CALL, entry.name, "rewrite", result.reason,
                                call, new_call, call_id=original_id)
                 call = new_call
+                current = ctx.copy_with(call=call)
         return ToolCallHookResult.proceed(call)
 
     async def after_tool_call(self, ctx: ToolResultHookContext) -> ToolResultHookResult:
         """Rewrite the result, inject messages (accumulated), stop after the batch, or abort."""
         tool_result = ctx.result
         injected: list = []
+        current = ctx
         for entry in self.registry.for_slot(HookSlot.AFTER_TOOL_CALL):
-            result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, _with(ctx, result=tool_result))
+            result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, current)
             if result is None or result is _FAILED:
                 continue
             if result.action is ToolResultAction.ABORT:
@@ -242,6 +290,7 @@ class HookPipeline:
                 self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "rewrite", result.reason,
                                tool_result, result.result, call_id=ctx.call.id)
                 tool_result = result.result
+                current = ctx.copy_with(result=tool_result)
             if result.injected_messages:
                 self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "inject", result.reason,
                                None, result.injected_messages, call_id=ctx.call.id)
@@ -294,15 +343,6 @@ class HookPipeline:
             if await self._call(entry, HookSlot.AFTER_RUN, ctx) is _FAILED:
                 diagnostics.append(entry.name)
         return diagnostics
-
-
-def _with(ctx: Any, **values: Any) -> Any:
-    """``ctx`` itself when no value changed (the common case), else a copy: a chunk hook
-    runs once per streamed chunk, and copying a context per hook would dominate."""
-    for name, value in values.items():
-        if getattr(ctx, name) is not value:
-            return ctx.copy_with(**values)
-    return ctx
 
 
 def _request_summary(request: Any) -> Any:

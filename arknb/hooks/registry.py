@@ -25,6 +25,7 @@ from .spi import OBSERVER_SLOTS, AgentHook, HookSlot
 __all__ = ["HookEntry", "HookRegistry"]
 
 SlotCallable = Callable[[Any], Any]
+_SLOTS = tuple(HookSlot)
 
 
 @dataclass(slots=True)
@@ -212,7 +213,7 @@ class HookRegistry:
         by_slot = self._by_slot
         if by_slot is None:
             ordered = sorted(self._entries.values(), key=lambda e: (e.order, e.seq))
-            by_slot = {s: tuple(e for e in ordered if s in e.slots) for s in HookSlot}
+            by_slot = {s: tuple(e for e in ordered if s in e.slots) for s in _SLOTS}
             self._by_slot = by_slot
         return by_slot[slot]
 

@@ -224,3 +224,22 @@ def test_contexts_are_frozen_and_copy_with_returns_a_new_snapshot():
     assert (rewritten.session_id, rewritten.run_id) == ("s1", "r1")
     with pytest.raises(TypeError):
         ctx.copy_with(no_such_field=1)
+
+
+async def test_sync_chunk_hook_returning_an_awaitable_is_awaited_and_called_once():
+    import arknb as ark
+    calls: list[str] = []
+
+    async def later(text):
+        return ark.ModelChunkHookResult.proceed(text.upper())
+
+    runtime = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(text=["ab", "cd"])]))
+
+    @runtime.hooks.on_model_chunk
+    def shout(ctx):  # a plain function handing back a coroutine
+        calls.append(ctx.text)
+        return later(ctx.text)
+
+    result = await runtime.run("go")
+    assert result.text == "ABCD"
+    assert calls == ["ab", "cd"]
