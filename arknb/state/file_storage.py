@@ -21,6 +21,7 @@ from pathlib import Path
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
 
+from ._encoding import IncrementalStateEncoder
 from .agent_state import AgentState
 from .storage import validate_session_id
 
@@ -47,6 +48,7 @@ class FileStateStorage:
                                    f"{type(directory).__name__}")
         self._dir = Path(directory)
         self._locks: dict[str, asyncio.Lock] = {}
+        self._encoders: dict[str, IncrementalStateEncoder] = {}
 
     @property
     def directory(self) -> Path:
@@ -95,7 +97,10 @@ class FileStateStorage:
         if not isinstance(state, AgentState):
             raise invalid_argument(f"save expects an AgentState, got {type(state).__name__}")
         path = self.path_for(state.session_id)
-        text = state.to_json()
+        encoder = self._encoders.get(state.session_id)
+        if encoder is None:
+            encoder = self._encoders[state.session_id] = IncrementalStateEncoder()
+        text = encoder.encode(state)
         async with self._lock(state.session_id):
             await asyncio.to_thread(self._write_state, state.session_id, path, text)
 
@@ -114,6 +119,7 @@ class FileStateStorage:
     async def delete(self, session_id: str) -> None:
         """Remove the state file and the marker (no error if absent)."""
         path = self.path_for(session_id)
+        self._encoders.pop(session_id, None)
         async with self._lock(session_id):
             await asyncio.to_thread(self._delete, session_id, path)
 
