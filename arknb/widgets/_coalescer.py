@@ -54,12 +54,12 @@ class Coalescer:
                  "flushes")
 
     def __init__(self, flush: Callable[[], None], *, interval: float = DEFAULT_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic,
-                 call_later: CallLater = _loop_call_later) -> None:
+                 clock: Callable[[], float] | None = None,
+                 call_later: CallLater | None = None) -> None:
         self._flush = flush
         self.interval = interval
-        self._clock = clock
-        self._call_later = call_later
+        self._clock = clock or time.monotonic
+        self._call_later = call_later or _loop_call_later
         self._timer: Any = None
         self._due = 0.0
         self._last = float("-inf")

@@ -67,12 +67,7 @@ class ChatWidget(anywidget.AnyWidget):
         self._want_snapshot = False
         self._approvals_dirty = False
         self._unsubscribe: Callable[[], None] | None = None
-        options: dict[str, Any] = {"interval": interval}
-        if clock is not None:
-            options["clock"] = clock
-        if call_later is not None:
-            options["call_later"] = call_later
-        self._coalescer = Coalescer(self._flush, **options)
+        self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
         if runtime is None:
             self._transcript = Transcript()
             for event in check_events(events or (), "ChatWidget"):

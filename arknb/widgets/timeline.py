@@ -53,12 +53,7 @@ class TimelineWidget(anywidget.AnyWidget):
         self._log: list[Any] = []
         self._sent = 0
         self._unsubscribe: Callable[[], None] | None = None
-        options: dict[str, Any] = {"interval": interval}
-        if clock is not None:
-            options["clock"] = clock
-        if call_later is not None:
-            options["call_later"] = call_later
-        self._coalescer = Coalescer(self._flush, **options)
+        self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
         bus = getattr(source, "bus", None)
         if bus is not None:
             self._unsubscribe = bus.subscribe("*", self._on_event)
