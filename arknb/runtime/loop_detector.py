@@ -113,5 +113,12 @@ class LoopDetector:
             return f"{hit.message} (diagnosis failed: {type(exc).__name__}: {exc})"
         return str(text) if text else hit.message
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"recent": list(self._recent), "forgiven": sorted(self._forgiven)}
+    def snapshot(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(recent signatures, forgiven signatures): what a saved state keeps."""
+        return tuple(self._recent), tuple(sorted(self._forgiven))
+
+    def restore(self, recent: Iterable[str], forgiven: Iterable[str]) -> None:
+        """Continue counting from a saved :meth:`snapshot` (after a restore)."""
+        self._recent.clear()
+        self._recent.extend(recent)
+        self._forgiven = set(forgiven)

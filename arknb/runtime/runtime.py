@@ -121,6 +121,8 @@ class AgentRuntime:
         self.max_turns = max_turns
         self.max_model_retries = max_model_retries
         self.loop_detector = loop_detector if loop_detector is not None else LoopDetector()
+        if state is not None:
+            self.loop_detector.restore(state.loop_window, state.loop_forgiven)
         self.config = config if config is not None else ModelConfig()
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
@@ -402,7 +404,9 @@ class AgentRuntime:
                                  for c in calls)
 
     def _stamp_state(self) -> AgentState:
-        self._state = self._state.model_copy(update={"event_sequence": self._seq, "updated_at": self._clock()})
+        window, forgiven = self.loop_detector.snapshot()
+        self._state = self._state.model_copy(update={"event_sequence": self._seq, "updated_at": self._clock(),
+                                                     "loop_window": window, "loop_forgiven": forgiven})
         return self._state
 
     def _build_request(self) -> ModelRequest:

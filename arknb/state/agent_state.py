@@ -43,6 +43,9 @@ class AgentState(BaseModel):
         current_run_id: the run in progress or suspended.
         last_stop_reason: how the last run ended (a ``StopReason`` value).
         event_sequence: the last event sequence number used, so a resumed run continues it.
+        loop_window: the loop detector's recent tool-call signatures, so a restored runtime
+            keeps counting (an optional field added within schema version 2).
+        loop_forgiven: signatures a human approved as intended repetition.
         updated_at: when this state was built (seconds since the epoch).
 
     Example:
@@ -67,6 +70,8 @@ class AgentState(BaseModel):
     current_run_id: str | None = None
     last_stop_reason: str | None = None
     event_sequence: int = Field(default=0, ge=0)
+    loop_window: tuple[str, ...] = ()
+    loop_forgiven: tuple[str, ...] = ()
     updated_at: float = 0.0
 
     @property

@@ -190,3 +190,34 @@ async def test_ask_mode_with_a_dangerous_looping_call_still_asks_for_the_tool():
     await runtime.controller.approve(tool_item.approval_id)
     assert (await finish_background(runtime)).stop_reason == "completed"
     assert tools.ran == [("clear_cache", "/x")] * 2
+
+
+async def test_loop_count_survives_a_restore():
+    from arknb import FileStateStorage, ScriptedModel, ScriptedTurn, AgentRuntime, ToolCall, tool
+    import tempfile
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    @tool(risk="dangerous")
+    def wipe(path: str) -> str:
+        """Wipe."""
+        return "wiped"
+
+    def same(i):
+        return ScriptedTurn(tool_calls=[ToolCall(id=f"a{i}", name="add", arguments_json='{"a": 1, "b": 2}')])
+
+    storage = FileStateStorage(tempfile.mkdtemp())
+    first = AgentRuntime(ScriptedModel([same(1), same(2), ScriptedTurn(
+        tool_calls=[ToolCall(id="w", name="wipe", arguments_json='{"path": "/tmp"}')])]),
+        tools=[add, wipe], storage=storage, session_id="loops")
+    assert (await first.run("go")).stop_reason == "awaiting_approval"
+    restored = await AgentRuntime.restore("loops", storage=storage, model=ScriptedModel([same(3), "unreachable"]),
+                                          tools=[add, wipe])
+    [item] = restored.controller.list_pending_approvals()
+    await restored.controller.approve(item.approval_id)
+    result = await restored.current_run
+    # Two identical calls before the restart and the third after it make the loop.
+    assert result.stop_reason == "loop_detected"

@@ -60,7 +60,7 @@ def make_full_state(session_id: str = "demo", **update) -> AgentState:
         pending_approval=make_batch(make_item("a1", "c1"),
                                     make_item("a2", "c2").decide("denied", reason="no", at=150.0)),
         not_resumable=True, current_run_id="r1", last_stop_reason="awaiting_approval",
-        event_sequence=42,
+        event_sequence=42, loop_window=("add:{}", "add:{}"), loop_forgiven=("add:{}",),
         updated_at=1234.5,
     )
     values.update(update)
