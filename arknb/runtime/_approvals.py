@@ -8,7 +8,6 @@ is marked not resumable: never claim resumable without a save.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability, ToolResult
@@ -123,6 +122,3 @@ def resolved_calls(batch: PendingApprovalBatch) -> tuple[list, list[DeniedCall]]
             denied.append(DeniedCall(call=item.tool_call, result=result, reason=why, hook="approval"))
     return allowed, denied
 
-
-def decision_time() -> float:
-    return time.time()

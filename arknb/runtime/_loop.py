@@ -23,6 +23,7 @@ from ._approvals import awaiting_approval_error, build_batch, freeze_for_approva
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal
 from ._tool_batch import BatchPlan, execute_batch, plan_batch
+from .loop_detector import tool_signature
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -183,17 +184,12 @@ async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingAp
             return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(
                 ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED, "a detected loop was stopped by the user"))
         for call in allowed:
-            rt.loop_detector.forgive(_signature(call))
+            rt.loop_detector.forgive(tool_signature(call))
         plan = await plan_batch(rt, ctx, batch.model_message)
         if plan.deferred:
             return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
         return await _execute_and_complete(rt, ctx, plan.batch_id, batch.model_message, plan.allowed, plan.denied)
     return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied)
-
-
-def _signature(call) -> str:
-    from .loop_detector import tool_signature
-    return tool_signature(call)
 
 
 async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRunResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Literal
+from typing import Awaitable, Callable, Iterable, Literal
 
 from ..domain import ToolCall, invalid_argument
 
