@@ -15,7 +15,7 @@ from ..events import EventTypes
 from ..state import (
     ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
 )
-from ._persistence import persist, persist_terminal
+from ._persistence import persist, persist_terminal, save_error
 from ._tool_batch import BatchPlan
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
 __all__ = ["apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval", "resolved_calls"]
+
 
 def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message,
                 kind: str = "tool") -> PendingApprovalBatch:
@@ -47,10 +48,7 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
     if not saved.ok:
         # Not saved means not resumable: drop the batch and answer its calls so history stays paired.
         rt._set_state(pending_approval=None)
-        error = saved.error if saved.error is not None and saved.error.code == ErrorCode.SECRET_IN_STATE else ArkError(
-            ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
-            "the pending approval could not be saved, so the run cannot wait for it: "
-            + (saved.error.message if saved.error else "unknown storage failure"))
+        error = save_error(saved.error)
         rt._answer_unanswered(f"not executed: {error.code}")
         return error
     # Whole items (defaults included): a listener reads item["decision"] like the saved batch.
@@ -71,8 +69,6 @@ def awaiting_approval_error(batch: PendingApprovalBatch) -> ArkError:
 
 def _items(batch: PendingApprovalBatch) -> list[dict]:
     return [item.model_dump(mode="json") for item in batch.items]
-
-
 
 
 async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalDecision,

@@ -21,7 +21,7 @@ from ..hooks.pipeline import jsonable
 from ..state import PendingApprovalBatch
 from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
 from ._model_call import HookAbort, abort_error, call_model
-from ._persistence import persist, persist_terminal
+from ._persistence import persist, persist_terminal, save_error
 from ._tool_batch import BatchPlan, execute_batch, plan_batch
 from .loop_detector import tool_signature
 from .result import AgentRunResult, NextStep, StopReason
@@ -93,7 +93,7 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
         saved = await persist(rt, ctx, "approval_resolved", mandatory=True)
         if not saved.ok:
             rt._answer_unanswered("not executed: the approval could not be recorded")
-            raise _save_error(saved.error)
+            raise save_error(saved.error)
         return await _run_decided_batch(rt, ctx, resume_batch)
     if resume_reason is not None:
         # A run interrupted without a clean checkpoint may have unanswered calls: pair them first.
@@ -203,19 +203,11 @@ async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRun
         rt._set_state(is_running=True, last_stop_reason=StopReason.SUSPENDED.value)
         saved = await persist_terminal(rt, ctx, reason="suspend")
         if not saved.ok:
-            return await _finish(rt, ctx, StopReason.FAILED, error=_save_error(saved.error), saved_already=False,
+            return await _finish(rt, ctx, StopReason.FAILED, error=save_error(saved.error), saved_already=False,
                                  persisted=False)
         rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": "suspend", "batch_id": None})
         return await _finish(rt, ctx, StopReason.SUSPENDED, saved_already=True)
-    message = step.message if step.kind == NextStep.FINAL else step.message
-    return await _finish(rt, ctx, step.stop_reason, error=step.error, final_message=message)
-
-
-def _save_error(error: ArkError | None) -> ArkError:
-    if error is not None and error.code in (ErrorCode.STATE_SAVE_FAILED, ErrorCode.SECRET_IN_STATE):
-        return error
-    return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
-                    "saving state failed" + (f": {error.message}" if error else ""))
+    return await _finish(rt, ctx, step.stop_reason, error=step.error, final_message=step.message)
 
 
 _TERMINAL_EVENTS = {
@@ -247,7 +239,7 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
         if not saved.ok and error is None:
             # The run reached its end but could not record it: the result says so (and the
             # session is now marked not resumable).
-            error = _save_error(saved.error)
+            error = save_error(saved.error)
     result = AgentRunResult(run_id=ctx.run_id, stop_reason=reason, final_message=final_message, error=error,
                             usage=ctx.usage, turns=ctx.turn, session_id=rt.session_id, persisted=persisted)
     event_type = _TERMINAL_EVENTS.get(reason)

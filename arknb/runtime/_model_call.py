@@ -121,10 +121,10 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                 is_text = kind == "text_delta"
                 (raw_text if is_text else raw_reasoning).append(event.text)
                 if not hooked:
-                    (out_text if is_text else out_reasoning).append(event.text)
+                    # The raw text is the history text here; publish only if someone listens.
                     if bus.has_listeners(EventTypes.LLM_CHUNK):
-                        emit(EventTypes.LLM_CHUNK, {"kind": "text" if is_text else "reasoning",
-                                                    "text": event.text, "index": index})
+                        rt._publish(EventTypes.LLM_CHUNK, {"kind": "text" if is_text else "reasoning",
+                                                           "text": event.text, "index": index})
                     index += 1
                     continue
                 text = held_text + (event.text if is_text else "")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["SaveOutcome", "persist", "persist_terminal"]
+__all__ = ["SaveOutcome", "persist", "persist_terminal", "save_error"]
 
 
 class SaveOutcome:
@@ -54,9 +54,7 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
             error = decision.error or ArkError(
                 ErrorLayer.SECURITY, ErrorCode.HOOK_ABORT,
                 f"hook {decision.hook!r} aborted the {reason} save" + (f": {decision.reason}" if decision.reason else ""))
-            rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False,
-                                                  "ok": False, "error": error.to_dict(), "hook": decision.hook})
-            return SaveOutcome(False, error=error)
+            return _failed(rt, reason, mandatory, error, hook=decision.hook)
     state = rt._stamp_state()
     try:
         # Every save is linted, not only the mandatory ones: an autosave that wrote a
@@ -64,16 +62,9 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
         rt.secret_lint.check(state, history_from=rt._linted_history)
         rt._linted_history = len(state.history)
         await rt.storage.save(state)
-    except ArkError as exc:
-        error = exc if exc.code == ErrorCode.SECRET_IN_STATE else _save_failed(reason, exc)
-        rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False,
-                                              "ok": False, "error": error.to_dict()})
-        return SaveOutcome(False, error=error)
-    except Exception as exc:  # any storage failure: the save did not happen
-        error = _save_failed(reason, exc)
-        rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False,
-                                              "ok": False, "error": error.to_dict()})
-        return SaveOutcome(False, error=error)
+    except Exception as exc:  # a lint refusal stays as it is; any other failure: the save did not happen
+        refused = isinstance(exc, ArkError) and exc.code == ErrorCode.SECRET_IN_STATE
+        return _failed(rt, reason, mandatory, exc if refused else _save_failed(reason, exc))
     rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False, "ok": True})
     if hook_ctx is not None:
         await pipeline.after_persist_state(hook_ctx)
@@ -92,6 +83,23 @@ async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: Erro
     except Exception:  # nothing more can be done; the result already says not persisted
         pass
     return outcome
+
+
+def _failed(rt: AgentRuntime, reason: str, mandatory: bool, error: ArkError, hook: str | None = None) -> SaveOutcome:
+    payload = {"reason": reason, "mandatory": mandatory, "skipped": False, "ok": False, "error": error.to_dict()}
+    if hook is not None:
+        payload["hook"] = hook
+    rt._emit(EventTypes.STATE_PERSISTED, payload)
+    return SaveOutcome(False, error=error)
+
+
+def save_error(error: ArkError | None) -> ArkError:
+    """What a run reports when a save it needed failed: a storage failure or a secret-lint
+    refusal as it is; anything else (a hook aborting the save) as ``state_save_failed``."""
+    if error is not None and error.code in (ErrorCode.STATE_SAVE_FAILED, ErrorCode.SECRET_IN_STATE):
+        return error
+    return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
+                    "saving state failed" + (f": {error.message}" if error else ""))
 
 
 def _save_failed(reason: str, exc: BaseException) -> ArkError:

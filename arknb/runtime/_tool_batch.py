@@ -148,8 +148,8 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
                 session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, result=result,
                 batch_id=batch_id))
             if decision.action is ToolResultAction.ABORT:
-                # Keep history paired before the run ends: answer every call of the batch.
-                rt._append_history(appended + _unanswered(model_message, appended, "aborted by hook"))
+                # The answers so far enter history; the run's terminal path answers the rest.
+                rt._append_history(appended)
                 raise abort_error("after_tool_call", decision.hook, decision.reason, decision.error)
             result = decision.result or result
             injected.extend(decision.injected_messages)
@@ -162,12 +162,6 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
     # Tool answers stay contiguous after the assistant message; injected messages follow them.
     rt._append_history(appended + injected)
     return outcome
-
-
-def _unanswered(model_message: AgentMessage, appended: list[AgentMessage], why: str) -> list[AgentMessage]:
-    answered = {m.tool_call_id for m in appended}
-    return [tool_message(c, ToolResult.from_text(f"not executed: {why}", is_error=True, error_code=ErrorCode.NOT_EXECUTED.value))
-            for c in model_message.tool_calls if c.id not in answered]
 
 
 def unanswered_calls(history: tuple[AgentMessage, ...]) -> list[ToolCall]:

@@ -376,15 +376,17 @@ class AgentRuntime:
         return messages
 
     def _emit(self, event_type: str, payload: Any, run_id: str | None = None) -> None:
-        bus = self.bus
-        if not bus.has_listeners(event_type):
+        """Publish an event if anyone listens; a callable payload is built only then."""
+        if not self.bus.has_listeners(event_type):
             return
-        if callable(payload):
-            payload = payload()
+        self._publish(event_type, payload() if callable(payload) else payload, run_id)
+
+    def _publish(self, event_type: str, payload: dict, run_id: str | None = None) -> None:
+        """Publish unconditionally (for callers that already checked for listeners)."""
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
-        bus.publish(AgentEvent(event_type, self.session_id, rid, self._seq, self._clock(), payload,
+        self.bus.publish(AgentEvent(event_type, self.session_id, rid, self._seq, self._clock(), payload,
                                f"{rid}:{self._seq}"))
 
     def _set_state(self, **updates: Any) -> None:
