@@ -54,12 +54,7 @@ class EventBus:
         Returns a function that unsubscribes (calling it twice is harmless). After
         :meth:`close` this does nothing and returns a no-op.
         """
-        if not isinstance(event_type, str) or not event_type:
-            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
-                           f"event_type must be a non-empty string, got {event_type!r}")
-        if not callable(listener):
-            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
-                           f"listener must be callable, got {type(listener).__name__}")
+        _check_registration(event_type, listener, "listener")
         if self._closed:
             return _noop
         entry = _Entry(listener)
@@ -127,12 +122,7 @@ class EventBus:
         A second handler for the same type raises ``request_handler_duplicate``.
         Returns a function that unregisters it.
         """
-        if not isinstance(event_type, str) or not event_type:
-            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
-                           f"event_type must be a non-empty string, got {event_type!r}")
-        if not callable(handler):
-            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
-                           f"handler must be callable, got {type(handler).__name__}")
+        _check_registration(event_type, handler, "handler")
         if event_type in self._handlers:
             raise ArkError(ErrorLayer.CONFIG, ErrorCode.REQUEST_HANDLER_DUPLICATE,
                            f"a request handler for {event_type!r} is already registered")
@@ -178,6 +168,15 @@ class _Entry:
 
     def __init__(self, listener: Listener) -> None:
         self.listener = listener
+
+
+def _check_registration(event_type: object, fn: object, role: str) -> None:
+    if not isinstance(event_type, str) or not event_type:
+        raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                       f"event_type must be a non-empty string, got {event_type!r}")
+    if not callable(fn):
+        raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                       f"{role} must be callable, got {type(fn).__name__}")
 
 
 def _noop() -> None:
