@@ -108,18 +108,16 @@ class HookPipeline:
         """Call one hook; returns its result, ``None`` (proceed) or ``_FAILED``.
 
         On failure a diagnostic is published; with ``fail_closed`` an ``abort`` result of
-        the slot's type is returned instead of ``_FAILED``. ``started`` finishes a hook
-        that :meth:`_call_direct` already called.
+        the slot's type is returned instead of ``_FAILED``. ``started`` is what
+        :meth:`_call_direct` already returned for this hook, if the caller tried it first.
         """
+        if started is None:
+            started = self._call_direct(entry, slot, ctx)
+        if started is not _ASYNC and started.__class__ is not _Started:
+            return started  # a plain sync function: already called and checked
         try:
-            direct = entry.direct.get(slot)
-            if isinstance(started, _Started):
+            if started.__class__ is _Started:
                 result = await started.awaitable
-            elif direct is not None:
-                # A plain sync function without a timeout: call it, no coroutine around it.
-                result = direct(ctx)
-                if result is not None and inspect.isawaitable(result):
-                    result = await result
             elif entry.timeout is not None:
                 result = await asyncio.wait_for(entry.slots[slot](ctx), entry.timeout)
             else:
