@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from ..domain import invalid_argument
 
-__all__ = ["STATIC", "call_maybe_async", "check_events", "check_runtime", "detach", "spawn"]
+__all__ = ["STATIC", "check_events", "check_runtime", "detach", "spawn"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """Folder of the built front end (``js/`` is built into it; the wheel ships it)."""
@@ -67,13 +66,3 @@ def spawn(coro: Awaitable[Any], tasks: set[asyncio.Future], on_error: Callable[[
             on_error(exc)
 
     task.add_done_callback(done)
-
-
-def call_maybe_async(fn: Callable[..., Any], *args: Any, tasks: set[asyncio.Future],
-                     on_error: Callable[[BaseException], None]) -> Any:
-    """Call ``fn``; if it returns an awaitable, schedule it with :func:`spawn`."""
-    outcome = fn(*args)
-    if inspect.isawaitable(outcome):
-        spawn(outcome, tasks, on_error)
-        return None
-    return outcome

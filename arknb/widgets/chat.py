@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 import anywidget
 import traitlets
 
-from ._base import STATIC, call_maybe_async, check_events, check_runtime, detach, spawn
+from ._base import STATIC, check_events, check_runtime, detach, spawn
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._payload import call_fields, error_text
 from ._protocol import Action, Msg
@@ -129,16 +129,10 @@ class ChatWidget(anywidget.AnyWidget):
         self._approvals_dirty = False
         if self._runtime is not None:
             items = self._runtime.controller.list_pending_approvals()
-            if asyncio.iscoroutine(items):
-                spawn(self._refresh_async(items), self._tasks, self._report_error)
-                return
             pending = [a for a in map(_approval_dict, items) if a["decision"] == "pending"]
         else:
             pending = [dict(a) for a in self._transcript.approvals.values() if a["decision"] == "pending"]
         self._publish_approvals(pending)
-
-    async def _refresh_async(self, items: Any) -> None:
-        self._publish_approvals([a for a in map(_approval_dict, await items) if a["decision"] == "pending"])
 
     def _publish_approvals(self, pending: list[dict[str, Any]] | None = None) -> None:
         if pending is None:
@@ -175,9 +169,6 @@ class ChatWidget(anywidget.AnyWidget):
         self.send({"type": Msg.ACTION_RESULT, "action": action, "request_id": request_id, "ok": ok,
                    "error": None if ok else self.error, **extra})
 
-    def _report_error(self, exc: BaseException) -> None:
-        self.error = error_text(exc)
-
     def _do_send(self, content: dict[str, Any], request_id: Any) -> None:
         text = str(content.get("text") or "").strip()
         if not text:
@@ -187,22 +178,15 @@ class ChatWidget(anywidget.AnyWidget):
         self._answer(Action.SEND, request_id, True)
 
     def _do_stop(self, content: dict[str, Any], request_id: Any) -> None:
-        call_maybe_async(self._runtime.cancel, tasks=self._tasks, on_error=self._report_error)
+        self._runtime.cancel()
         self._answer(Action.STOP, request_id, True)
 
     def _do_suspend(self, content: dict[str, Any], request_id: Any) -> None:
-        call_maybe_async(self._runtime.request_suspend, tasks=self._tasks, on_error=self._report_error)
+        self._runtime.request_suspend()
         self._answer(Action.SUSPEND, request_id, True)
 
     def _do_resume(self, content: dict[str, Any], request_id: Any) -> None:
-        def failed(exc: BaseException) -> None:
-            self._answer(Action.RESUME, request_id, False, error_text(exc))
-
-        starter = getattr(self._runtime, "start_resume", None)
-        if callable(starter):
-            starter()
-        else:
-            spawn(self._runtime.resume(), self._tasks, failed)
+        self._runtime.start_resume()  # a refusal (e.g. nothing_to_resume) is answered by _on_msg
         self._answer(Action.RESUME, request_id, True)
 
     def _do_approve(self, content: dict[str, Any], request_id: Any) -> None:
@@ -220,10 +204,8 @@ class ChatWidget(anywidget.AnyWidget):
         async def decide() -> None:
             if action == Action.APPROVE:
                 result = await controller.approve(approval_id)
-            elif reason:
-                result = await controller.deny(approval_id, reason)
             else:
-                result = await controller.deny(approval_id)
+                result = await controller.deny(approval_id, reason)
             ok = bool(getattr(result, "ok", True))
             self._decided(action, approval_id, request_id, ok, None if ok else error_text(result.error))
 

@@ -159,7 +159,7 @@ class FakeRuntime:
     def request_suspend(self) -> None:
         self.suspends += 1
 
-    async def resume(self) -> None:
+    def start_resume(self) -> None:
         self.resumes += 1
 
 

@@ -1,6 +1,5 @@
 import asyncio
 
-import pytest
 
 from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolCall, ToolResult
 from arknb.widgets import ChatWidget
