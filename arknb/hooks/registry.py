@@ -59,22 +59,12 @@ def _check_options(name: Any, order: Any, fail_closed: Any, timeout: Any) -> Non
         raise invalid_argument(f"hook timeout must be a positive number of seconds or None, got {timeout!r}")
 
 
-def _function_slot(fn: Callable[[Any], Any], timeout: float | None) -> SlotCallable:
-    """Normalise a sync or async function into ``async (ctx) -> result``."""
-    if inspect.iscoroutinefunction(fn):
-        return fn
-    if timeout is not None:
-        # A timeout can only be enforced on sync code that runs off the loop.
-        async def threaded(ctx: Any) -> Any:
-            return await asyncio.to_thread(fn, ctx)
-        return threaded
-
-    async def inline(ctx: Any) -> Any:
-        outcome = fn(ctx)
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-        return outcome
-    return inline
+def _threaded(fn: Callable[[Any], Any]) -> SlotCallable:
+    """A sync function as ``async (ctx) -> result`` run in a worker thread: a timeout can
+    only be enforced on sync code that runs off the loop."""
+    async def threaded(ctx: Any) -> Any:
+        return await asyncio.to_thread(fn, ctx)
+    return threaded
 
 
 class HookRegistry:
@@ -126,9 +116,14 @@ class HookRegistry:
             raise invalid_argument(f"fail_closed has no effect on the observer slot {slot.value}: an observer "
                                    "cannot stop the run; drop fail_closed=True")
         hook_name = name or getattr(fn, "__name__", None) or repr(fn)
-        entry = HookEntry(hook_name, {slot: _function_slot(fn, timeout)}, order, fail_closed, timeout, fn)
-        if timeout is None and not inspect.iscoroutinefunction(fn):
-            entry.direct[slot] = fn
+        if inspect.iscoroutinefunction(fn):
+            entry = HookEntry(hook_name, {slot: fn}, order, fail_closed, timeout, fn)
+        elif timeout is not None:
+            entry = HookEntry(hook_name, {slot: _threaded(fn)}, order, fail_closed, timeout, fn)
+        else:
+            # Called directly by the pipeline (no coroutine); if it hands back an awaitable,
+            # the pipeline awaits that.
+            entry = HookEntry(hook_name, {slot: fn}, order, fail_closed, timeout, fn, direct={slot: fn})
         return self._put(entry)
 
     def _put(self, entry: HookEntry) -> HookEntry:
