@@ -18,6 +18,7 @@ from arknb.domain import (
 
 from ._docstring import parse_docstring
 from ._schema import build_argument_spec
+from ._threads import run_blocking
 from .context import ToolContext
 
 __all__ = ["Tool", "tool"]
@@ -194,7 +195,7 @@ class Tool:
                 value = await self._fn(*args, **kwargs)
             else:
                 # Blocking tool code must never stall the kernel's event loop.
-                value = await asyncio.to_thread(self._fn, *args, **kwargs)
+                value = await run_blocking(self._fn, *args, **kwargs)
         except ArkError as exc:
             if ctx.cancel.cancelled:
                 raise asyncio.CancelledError(ctx.cancel.reason) from exc
