@@ -6,7 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["AgentEvent"]
+from ..domain.trusted import trusted_builder
+
+__all__ = ["AgentEvent", "new_event"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +50,9 @@ class AgentEvent:
         return cls(type=str(data["type"]), session_id=str(data["session_id"]), run_id=str(data["run_id"]),
                    sequence=int(data["sequence"]), timestamp=float(data["timestamp"]),
                    payload=dict(data.get("payload") or {}), event_id=str(data.get("event_id", "")))
+
+
+new_event = trusted_builder(AgentEvent)
+"""``new_event(type, session_id, run_id, sequence, timestamp, payload, event_id)``: an
+:class:`AgentEvent` built positionally without keyword handling, for publishers that
+already hold valid values (the runtime builds one per streamed chunk)."""

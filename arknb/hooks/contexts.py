@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain import AgentMessage, ErrorInfo, ModelRequest, ModelResponse, ToolCall, ToolDefinition, ToolResult
+from ..domain.trusted import trusted_builder
 
 __all__ = [
     "AfterRunHookContext", "BeforeRunHookContext", "HookContext", "ModelCallHookContext",
@@ -60,6 +61,12 @@ class ModelChunkHookContext(HookContext):
     index: int = 0
     final: bool = False
     turn: int = 0
+
+
+new_chunk_context = trusted_builder(ModelChunkHookContext)
+"""``new_chunk_context(session_id, run_id, state, text, reasoning, index, final, turn)``:
+the stream collector builds one context per chunk from values it holds, so it skips
+the keyword ``__init__``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,7 +224,7 @@ class HookPipeline:
                                {"text": new_text, "reasoning": new_reasoning}, index=ctx.index)
                 text, reasoning = new_text, new_reasoning
                 current = ctx.copy_with(text=text, reasoning=reasoning)
-        return ModelChunkHookResult._trusted(ModelChunkAction.PROCEED, text=text, reasoning=reasoning)
+        return ModelChunkHookResult._trusted_proceed(text, reasoning)
 
     async def after_model_call(self, ctx: ModelResponseHookContext) -> ModelResponseHookResult:
         """Rewrite the response, ask for a retry, or abort."""

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, Iterable
 
 from ..domain import AgentMessage, ArkError, ModelRequest, ModelResponse, ToolCall, ToolResult, invalid_argument
+from ..domain.trusted import trusted_builder
 
 __all__ = [
     "BeforeRunAction", "BeforeRunHookResult", "ModelCallAction", "ModelCallHookResult",
@@ -49,11 +50,6 @@ class _Result:
     def by(self, hook: str):
         """A copy attributed to ``hook`` (used by the pipeline)."""
         return dataclasses.replace(self, hook=hook, _token=_TRUSTED)
-
-    @classmethod
-    def _trusted(cls, action: Any, **values: Any):
-        """For the pipeline only: a result from values a factory already checked."""
-        return cls(action, _token=_TRUSTED, **values)
 
     @property
     def short_circuits(self) -> bool:
@@ -138,6 +134,14 @@ class ModelChunkHookResult(_Result):
     @classmethod
     def abort(cls, reason: str | None = None, error: ArkError | None = None) -> ModelChunkHookResult:
         return cls(ModelChunkAction.ABORT, reason=reason, error=error, _token=_FACTORY)
+
+    @classmethod
+    def _trusted_proceed(cls, text: str, reasoning: str) -> ModelChunkHookResult:
+        """For the pipeline only: the per-chunk outcome, built without keyword handling."""
+        return _build_chunk_result(ModelChunkAction.PROCEED, None, None, None, _TRUSTED, text, reasoning)
+
+
+_build_chunk_result = trusted_builder(ModelChunkHookResult)
 
 
 class ModelResponseAction(StrEnum):

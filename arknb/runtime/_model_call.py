@@ -16,9 +16,10 @@ from ..domain import (
 )
 from ..events import EventTypes
 from ..hooks import (
-    HookSlot, ModelCallAction, ModelCallHookContext, ModelChunkAction, ModelChunkHookContext,
+    HookSlot, ModelCallAction, ModelCallHookContext, ModelChunkAction,
     ModelResponseAction, ModelResponseHookContext,
 )
+from ..hooks.contexts import new_chunk_context
 from ..hooks.pipeline import jsonable
 
 if TYPE_CHECKING:
@@ -129,9 +130,8 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                     continue
                 text = held_text + (event.text if is_text else "")
                 reasoning = held_reasoning + ("" if is_text else event.text)
-                decision = await pipeline.on_model_chunk(ModelChunkHookContext(
-                    session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, text=text,
-                    reasoning=reasoning, index=index, final=False, turn=ctx.turn))
+                decision = await pipeline.on_model_chunk(new_chunk_context(
+                    rt.session_id, ctx.run_id, rt.state, text, reasoning, index, False, ctx.turn))
                 action = decision.action
                 if action is ModelChunkAction.ABORT:
                     raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
@@ -151,9 +151,8 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                 raise event.error.to_error()
         if held_text or held_reasoning:
             # Whatever a hook still holds is offered once more, marked final.
-            decision = await pipeline.on_model_chunk(ModelChunkHookContext(
-                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, text=held_text,
-                reasoning=held_reasoning, index=index, final=True, turn=ctx.turn))
+            decision = await pipeline.on_model_chunk(new_chunk_context(
+                rt.session_id, ctx.run_id, rt.state, held_text, held_reasoning, index, True, ctx.turn))
             if decision.action is ModelChunkAction.ABORT:
                 raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
             if decision.action is not ModelChunkAction.DROP:

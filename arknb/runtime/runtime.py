@@ -20,6 +20,7 @@ from ..domain import (
     Usage, invalid_argument,
 )
 from ..events import AgentEvent, EventBus
+from ..events.envelope import new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
@@ -386,8 +387,8 @@ class AgentRuntime:
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
-        self.bus.publish(AgentEvent(event_type, self.session_id, rid, self._seq, self._clock(), payload,
-                               f"{rid}:{self._seq}"))
+        self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
+                                   f"{rid}:{self._seq}"))
 
     def _set_state(self, **updates: Any) -> None:
         self._state = self._state.model_copy(update=updates)
