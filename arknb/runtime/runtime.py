@@ -224,8 +224,13 @@ class AgentRuntime:
             run_ids.add(handle.run_id)
             # Every event of the run is published before its task completes.
             handle.task.add_done_callback(lambda _task: channel.close())
-            async for event in channel:
-                yield event
+            buffer = channel.buffer
+            while True:
+                while buffer:
+                    yield buffer.popleft()
+                if channel.closed:
+                    break
+                await channel.wait()
         finally:
             unsubscribe()
             if handle is not None and not handle.done:
