@@ -47,6 +47,9 @@ Emit = Callable[[str, Callable[[], dict[str, Any]]], None]
 
 _FAILED = object()
 _ASYNC = object()
+# Outcomes without values are immutable: one shared instance each.
+_ACCEPT = TurnCompletionHookResult.accept()
+_PERSIST = StatePersistenceHookResult.proceed()
 
 
 class _Started:
@@ -170,7 +173,7 @@ class HookPipeline:
                 self._decision(HookSlot.BEFORE_RUN, entry.name, "rewrite", result.reason, value, result.input)
                 value = result.input
                 current = ctx.copy_with(input=value)
-        return BeforeRunHookResult.proceed(value)
+        return BeforeRunHookResult._trusted(BeforeRunAction.PROCEED, input=value)
 
     async def before_model_call(self, ctx: ModelCallHookContext) -> ModelCallHookResult:
         """Rewrite the request, answer without the model (``respond``) or abort."""
@@ -192,7 +195,7 @@ class HookPipeline:
                                _request_summary(request), _request_summary(result.request))
                 request = result.request
                 current = ctx.copy_with(request=request)
-        return ModelCallHookResult.proceed(request)
+        return ModelCallHookResult._trusted(ModelCallAction.PROCEED, request=request)
 
     async def on_model_chunk(self, ctx: ModelChunkHookContext) -> ModelChunkHookResult:
         """Rewrite, drop, hold back or abort one streamed chunk."""
@@ -243,7 +246,7 @@ class HookPipeline:
                                response.message if response else None, result.response.message)
                 response = result.response
                 current = ctx.copy_with(response=response)
-        return ModelResponseHookResult.proceed(response)
+        return ModelResponseHookResult._trusted(ModelResponseAction.PROCEED, response=response)
 
     async def before_tool_call(self, ctx: ToolCallHookContext) -> ToolCallHookResult:
         """Rewrite (keeping the call id), deny with a synthetic result, defer, or abort."""
@@ -269,7 +272,7 @@ class HookPipeline:
                                call, new_call, call_id=original_id)
                 call = new_call
                 current = ctx.copy_with(call=call)
-        return ToolCallHookResult.proceed(call)
+        return ToolCallHookResult._trusted(ToolCallAction.PROCEED, call=call)
 
     async def after_tool_call(self, ctx: ToolResultHookContext) -> ToolResultHookResult:
         """Rewrite the result, inject messages (accumulated), stop after the batch, or abort."""
@@ -298,7 +301,8 @@ class HookPipeline:
                                None, None, call_id=ctx.call.id)
                 # Seed 000 §5.4: stop keeps the messages injected so far.
                 return ToolResultHookResult.stop(tool_result, injected, result.reason).by(entry.name)
-        return ToolResultHookResult.proceed(tool_result, injected)
+        return ToolResultHookResult._trusted(ToolResultAction.PROCEED, result=tool_result,
+                                             injected_messages=tuple(injected))
 
     async def on_turn_completion(self, ctx: TurnCompletionHookContext) -> TurnCompletionHookResult:
         """Accept the turn, ask for another one, or abort."""
@@ -309,7 +313,7 @@ class HookPipeline:
             self._decision(HookSlot.ON_TURN_COMPLETION, entry.name, result.action.value, result.reason,
                            None, result.messages or None)
             return result.by(entry.name)
-        return TurnCompletionHookResult.accept()
+        return _ACCEPT
 
     async def before_persist_state(self, ctx: StatePersistenceHookContext) -> StatePersistenceHookResult:
         """Proceed, skip (only when not mandatory) or abort a save."""
@@ -325,7 +329,7 @@ class HookPipeline:
             self._decision(HookSlot.BEFORE_PERSIST_STATE, entry.name, result.action.value, result.reason,
                            None, None, ignored=False, save_reason=ctx.reason)
             return result.by(entry.name)
-        return StatePersistenceHookResult.proceed()
+        return _PERSIST
 
     # -- observer slots -------------------------------------------------------------
 

@@ -51,6 +51,12 @@ class _Result:
         """A copy attributed to ``hook`` (used by the pipeline)."""
         return dataclasses.replace(self, hook=hook, _token=_TRUSTED)
 
+    @classmethod
+    def _trusted(cls, action: Any, **values: Any):
+        """For the pipeline only: its own outcome, from values the runtime built or a
+        factory already checked (no second check)."""
+        return cls(action, _token=_TRUSTED, **values)
+
     @property
     def short_circuits(self) -> bool:
         """True if this outcome stops the later hooks of the slot."""
