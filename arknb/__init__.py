@@ -33,6 +33,9 @@ from .state import (
     PendingApprovalBatch, PendingApprovalItem, StateStorage,
 )
 
+# durable
+from .durable import SQLiteStateStorage
+
 # providers
 from .providers import (
     LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, ScriptedModel, ScriptedTurn, Timeouts,
@@ -64,7 +67,7 @@ __all__ = [
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
     "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
-    "Retryability", "Role", "RunHandle", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
+    "Retryability", "Role", "RunHandle", "SQLiteStateStorage", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
     "StatePersistenceHookResult", "StateStorage", "StopReason", "StreamError", "StreamingEvent", "TextDelta",
     "TimelineWidget", "Tool", "ToolCall", "ToolCallAction", "ToolCallDelta", "ToolCallHookContext",
     "ToolCallHookResult", "ToolContext", "ToolDefinition", "ToolRegistry", "ToolResult", "ToolResultAction",

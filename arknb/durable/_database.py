@@ -1,0 +1,148 @@
+"""The durable database file: opening it, its layout, and the layout's version.
+
+Every durable table of arknb lives in one SQLite file. The ``store_meta`` table holds
+the layout version (key ``layout_version``). :data:`LAYOUT_STEPS` lists, per version,
+the statements that lift a database from the version before: a new file runs them
+all, an older file runs only the missing ones (seed 004's operation tables arrive as
+a later step), and a file from a newer arknb is refused before anything is written
+to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from arknb.domain import ArkError, ErrorCode, ErrorLayer
+
+__all__ = ["LAYOUT_STEPS", "LAYOUT_VERSION", "is_damaged", "open_database", "transaction"]
+
+LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
+    # 1: the state store (sqlite_store.py): a session row holds the state without its
+    # history, and every message is a row of its own, so a save appends instead of
+    # rewriting the conversation.
+    (
+        """CREATE TABLE store_meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        ) WITHOUT ROWID""",
+        """CREATE TABLE sessions (
+            session_id    TEXT PRIMARY KEY,
+            header        TEXT,              -- the state's JSON without "history"; NULL: only marked
+            history_len   INTEGER NOT NULL,
+            not_resumable INTEGER NOT NULL DEFAULT 0,
+            writer        TEXT,              -- token of the store instance that saved last
+            version       INTEGER NOT NULL,  -- that instance's save number
+            updated_at    REAL NOT NULL
+        ) WITHOUT ROWID""",
+        """CREATE TABLE messages (
+            session_id TEXT NOT NULL,
+            idx        INTEGER NOT NULL,
+            body       TEXT NOT NULL,        -- one AgentMessage as JSON
+            PRIMARY KEY (session_id, idx)
+        ) WITHOUT ROWID""",
+    ),
+)
+"""``LAYOUT_STEPS[n]`` lifts a database from layout version ``n`` to ``n + 1``."""
+
+LAYOUT_VERSION: int = len(LAYOUT_STEPS)
+"""The layout this arknb writes."""
+
+# A write waits this long for another connection's write lock (another store
+# instance or process on the same file) before failing with "database is locked".
+_BUSY_TIMEOUT_S = 30.0
+
+
+def open_database(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) the database at ``path`` and bring its layout up to date.
+
+    The connection is in autocommit mode: callers open their transactions with
+    :func:`transaction`. It belongs to the thread that opened it.
+
+    Raises:
+        ArkError: ``state_corrupt`` if the file is not an arknb database (not SQLite,
+            damaged, or another application's tables); ``state_version_unsupported``
+            if its layout is newer than :data:`LAYOUT_VERSION`. Either way the file is
+            left as it was.
+        sqlite3.Error: anything else SQLite refuses (permissions, I/O, locks).
+    """
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        # Read before any write (the journal mode below rewrites the file header):
+        # a file that is not ours, or is newer, must stay byte for byte as it was.
+        version = _layout_version(conn, path)
+        # WAL: a commit appends to the log and readers keep reading meanwhile.
+        # synchronous=FULL: every commit fsyncs the log before it returns, so a save
+        # that returned survives a power cut, as FileStateStorage's fsync promises
+        # (with NORMAL, WAL keeps consistency but may lose the last commits).
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        if version < LAYOUT_VERSION:
+            with transaction(conn, write=True):
+                # Again under the write lock: another process may have got here first.
+                version = _layout_version(conn, path)
+                for step in LAYOUT_STEPS[version:]:
+                    for statement in step:
+                        conn.execute(statement)
+                conn.execute("INSERT INTO store_meta (key, value) VALUES ('layout_version', ?) "
+                             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                             (str(LAYOUT_VERSION),))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection, *, write: bool) -> Iterator[None]:
+    """One transaction: committed if the block ends normally, rolled back otherwise.
+
+    A write transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock at
+    once, so what it reads cannot change before it writes.
+    """
+    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the original error says more
+                conn.execute("ROLLBACK")
+        raise
+
+
+def is_damaged(exc: sqlite3.Error) -> bool:
+    """True if SQLite says the file is not a database or is damaged (retrying cannot help)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _layout_version(conn: sqlite3.Connection, path: Path) -> int:
+    """The layout version of the open database; 0 for an empty one."""
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+              if not name.startswith("sqlite_")}
+    if "store_meta" not in tables:
+        if tables:
+            raise _not_ours(path, f"it holds other tables ({', '.join(sorted(tables)[:5])}) and no "
+                                  "store_meta table")
+        return 0
+    row = conn.execute("SELECT value FROM store_meta WHERE key = 'layout_version'").fetchone()
+    try:
+        version = int(row[0]) if row is not None else None
+    except (TypeError, ValueError):
+        version = None
+    if version is None or version < 1:
+        raise _not_ours(path, f"its store_meta has no valid layout_version ({row!r})")
+    if version > LAYOUT_VERSION:
+        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_VERSION_UNSUPPORTED,
+                       f"the database {path} has layout version {version}, but this arknb reads "
+                       f"versions up to {LAYOUT_VERSION}; upgrade arknb to open it (the file was "
+                       "left untouched)")
+    return version
+
+
+def _not_ours(path: Path, detail: str) -> ArkError:
+    return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                    f"{path} is not an arknb database: {detail}; it was left untouched")

@@ -1,0 +1,348 @@
+"""Agent state in an SQLite database: one row per session, one row per message.
+
+A session row holds the state's JSON without its history; every history message is a
+row of its own. The runtime's history only grows and its messages are immutable, so a
+save compares the history with the messages this instance last wrote (by identity),
+and writes only the new ones in one transaction with the session row: a save at turn
+1,000 costs about what it costs at turn 10. A history that was rewritten (a hook
+compressed it) is replaced from its first changed message on.
+
+Another store instance, in this process or another, may write the same session. Each
+instance has a writer token and numbers its saves; the session row records the pair.
+A save that finds a pair it did not write (or load) itself rewrites the whole history
+instead of appending to rows it does not know.
+
+All SQLite work runs in one worker thread per store, which owns the connection: the
+notebook's event loop never blocks on disk, and the store's writes are serialised.
+The database layout lives in :mod:`arknb.durable._database`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import operator
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
+from arknb.state import AgentState, validate_session_id
+
+from ._database import is_damaged, open_database, transaction
+
+__all__ = ["SQLiteStateStorage"]
+
+_T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class _Written:
+    """What the database holds for one session, as far as this instance knows: the
+    messages it saved or loaded, and the session row's writer and version then."""
+
+    messages: tuple[AgentMessage, ...]
+    writer: str | None
+    version: int
+
+
+class SQLiteStateStorage:
+    """A :class:`~arknb.state.StateStorage` in one SQLite database file.
+
+    The file (and its parent directories) is created on the first save; loading from a
+    file that does not exist finds no sessions. The journal is in WAL mode with
+    ``synchronous=FULL`` and every save is one ``BEGIN IMMEDIATE`` transaction: a crash
+    leaves the old state or the new one, never half of either. Keep the file on a local
+    disk (WAL needs shared memory, which network file systems do not provide).
+
+    Call :meth:`aclose` (or :meth:`close`) when done; a closed store refuses every call.
+
+    Example:
+        >>> storage = SQLiteStateStorage(".arknb/state.sqlite3")   # doctest: +SKIP
+        >>> await storage.save(AgentState(session_id="demo"))      # doctest: +SKIP
+        >>> await storage.aclose()                                  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise invalid_argument(f"SQLiteStateStorage expects a database file path, got "
+                                   f"{type(path).__name__}")
+        raw = os.fspath(path)
+        if not isinstance(raw, str) or not raw:
+            raise invalid_argument(f"SQLiteStateStorage expects a non-empty str path, got {raw!r}")
+        # Absolute now, so a later chdir (notebooks do that) cannot move the database.
+        self._path = Path(os.path.abspath(raw))
+        if self._path.is_dir():
+            raise invalid_argument(self._directory_message())
+        self._token = uuid.uuid4().hex
+        self._save_numbers = itertools.count(1)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arknb-sqlite")
+        self._closed = False
+        # Touched only in the worker thread:
+        self._conn: sqlite3.Connection | None = None
+        self._written: dict[str, _Written] = {}
+
+    @property
+    def path(self) -> Path:
+        """The database file (absolute)."""
+        return self._path
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` or :meth:`aclose`."""
+        return self._closed
+
+    # -- StateStorage ----------------------------------------------------------------
+
+    async def load(self, session_id: str) -> AgentState | None:
+        """The saved state, or None if the session is unknown.
+
+        A session that was only marked not resumable comes back as an empty state with
+        ``not_resumable=True``; a marked session with a saved state comes back with
+        ``not_resumable=True`` set.
+
+        Raises:
+            ArkError: ``state_corrupt`` naming the session and the database (nothing is
+                changed); ``state_version_unsupported`` for a newer format;
+                ``state_load_failed`` (storage) if SQLite cannot read the file.
+        """
+        validate_session_id(session_id)
+        return await self._call(ErrorCode.STATE_LOAD_FAILED, f"could not load session {session_id!r}",
+                                self._load, session_id)
+
+    async def save(self, state: AgentState) -> None:
+        """Save ``state`` in one transaction, writing only the messages that are new since
+        this instance's last save or load of the session. A successful save clears a
+        not-resumable mark: the saved state itself now says whether it is resumable.
+
+        Raises:
+            ArkError: ``state_save_failed`` (storage) if the transaction fails; the
+                previous state is then still in place.
+        """
+        if not isinstance(state, AgentState):
+            raise invalid_argument(f"save expects an AgentState, got {type(state).__name__}")
+        session_id = validate_session_id(state.session_id)
+        await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not save session {session_id!r}",
+                         self._save, state)
+
+    async def mark_not_resumable(self, session_id: str) -> None:
+        """Mark ``session_id`` not resumable without reading its state, so it works when
+        the state is missing or unreadable (seed 000 §9.3: the fallback after a failed
+        terminal save).
+
+        Raises:
+            ArkError: ``state_save_failed`` if the mark cannot be written.
+        """
+        validate_session_id(session_id)
+        await self._call(ErrorCode.STATE_SAVE_FAILED,
+                         f"could not mark session {session_id!r} not resumable",
+                         self._mark, session_id)
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session's rows (no error if it is unknown)."""
+        validate_session_id(session_id)
+        await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not delete session {session_id!r}",
+                         self._delete, session_id)
+
+    async def list_sessions(self) -> list[str]:
+        """The saved or marked session ids, sorted."""
+        return await self._call(ErrorCode.STATE_LOAD_FAILED, "could not list the sessions",
+                                self._list)
+
+    # -- closing -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Wait for queued calls, close the connection and stop the worker thread.
+        Closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.submit(self._close_connection)
+        self._executor.shutdown(wait=True)
+
+    async def aclose(self) -> None:
+        """:meth:`close` without blocking the event loop."""
+        if self._closed:
+            return
+        self._closed = True
+        done = self._executor.submit(self._close_connection)
+        self._executor.shutdown(wait=False)
+        await asyncio.wrap_future(done)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStateStorage({str(self._path)!r}{', closed' if self._closed else ''})"
+
+    # -- running in the worker thread ------------------------------------------------
+
+    async def _call(self, code: ErrorCode, action: str, work: Callable[..., _T], *args: Any) -> _T:
+        if self._closed:
+            raise ArkError(ErrorLayer.STORAGE, code,
+                           f"{action}: {self!r} is closed; open a new store on the file to go on")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._guarded, code, action, work, args)
+
+    def _guarded(self, code: ErrorCode, action: str, work: Callable[..., _T], args: tuple) -> _T:
+        try:
+            return work(*args)
+        except ArkError:
+            raise
+        except sqlite3.Error as exc:
+            if is_damaged(exc):
+                raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                               f"{action}: the database {self._path} is damaged or not an SQLite "
+                               f"database ({exc}); it was left untouched") from exc
+            raise ArkError(ErrorLayer.STORAGE, code, f"{action} in {self._path}: {exc}",
+                           Retryability.CONDITIONAL) from exc
+        except OSError as exc:  # creating the parent directory
+            raise ArkError(ErrorLayer.STORAGE, code, f"{action} in {self._path}: {exc}",
+                           Retryability.CONDITIONAL) from exc
+
+    def _connection(self, *, create: bool) -> sqlite3.Connection | None:
+        """The open connection; None if ``create`` is false and there is no database yet."""
+        if self._conn is None:
+            if self._path.is_dir():  # created after the constructor checked
+                raise invalid_argument(self._directory_message())
+            if not create and not self._path.exists():
+                return None
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = open_database(self._path)
+        return self._conn
+
+    def _load(self, session_id: str) -> AgentState | None:
+        conn = self._connection(create=False)
+        if conn is None:
+            return None
+        with transaction(conn, write=False):  # the session row and its messages from one snapshot
+            row = conn.execute("SELECT header, history_len, not_resumable, writer, version "
+                               "FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                return None
+            header, history_len, marked, writer, version = row
+            if header is None:  # only marked, never saved
+                return AgentState(session_id=session_id, not_resumable=True)
+            rows = conn.execute("SELECT idx, body FROM messages WHERE session_id = ? ORDER BY idx",
+                                (session_id,)).fetchall()
+        bodies = self._check_rows(session_id, header, history_len, rows)
+        # The document _encoding.IncrementalStateEncoder writes: the header with the history
+        # spliced in. Parsed by from_json, so migrations and version refusals are the files' own.
+        text = f'{header[:-1]},"history":[{",".join(bodies)}]}}'
+        state = AgentState.from_json(text, source=f"session {session_id!r} ({self._path})")
+        if state.session_id != session_id:
+            raise self._corrupt(session_id, f"the row holds session {state.session_id!r}")
+        known = self._written.get(session_id)
+        if (known is not None and (writer, version, history_len) == (known.writer, known.version,
+                                                                     len(known.messages))
+                and state.history == known.messages):
+            # The rows are what this instance last wrote: hand out those very (immutable)
+            # messages, so a save continuing from either the loaded or the saved state appends.
+            state = state.model_copy(update={"history": known.messages})
+        else:
+            self._written[session_id] = _Written(state.history, writer, version)  # the next save appends
+        return state.model_copy(update={"not_resumable": True}) if marked else state
+
+    def _check_rows(self, session_id: str, header: object, history_len: object,
+                    rows: list[tuple[Any, Any]]) -> list[str]:
+        if not isinstance(header, str):
+            raise self._corrupt(session_id, f"its header is {type(header).__name__}, not text")
+        if type(history_len) is not int or len(rows) != history_len:
+            raise self._corrupt(session_id, f"it should have {history_len!r} message rows, "
+                                            f"found {len(rows)}")
+        for expected, (idx, body) in enumerate(rows):
+            if idx != expected:
+                raise self._corrupt(session_id, f"message row {expected} is missing "
+                                                f"(the rows jump to idx {idx!r})")
+            if not isinstance(body, str):
+                raise self._corrupt(session_id, f"message row {idx} is {type(body).__name__}, not text")
+        return [body for _, body in rows]
+
+    def _save(self, state: AgentState) -> None:
+        session_id = state.session_id
+        history = state.history
+        conn = self._connection(create=True)
+        known = self._written.get(session_id)
+        version = next(self._save_numbers)
+        with transaction(conn, write=True):
+            row = conn.execute("SELECT writer, version, history_len FROM sessions WHERE session_id = ?",
+                               (session_id,)).fetchone()
+            # Append only to rows this instance knows: the row must still be the one it
+            # last wrote or loaded (another instance may have saved since).
+            if known is not None and row == (known.writer, known.version, len(known.messages)):
+                kept = _common_prefix(history, known.messages)
+                stale = kept < len(known.messages)
+            else:
+                kept, stale = 0, True
+            if stale:
+                conn.execute("DELETE FROM messages WHERE session_id = ? AND idx >= ?", (session_id, kept))
+            conn.executemany("INSERT INTO messages (session_id, idx, body) VALUES (?, ?, ?)",
+                             [(session_id, i, history[i].model_dump_json())
+                              for i in range(kept, len(history))])
+            conn.execute(
+                "INSERT INTO sessions (session_id, header, history_len, not_resumable, writer, "
+                "version, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
+                "SET header = excluded.header, history_len = excluded.history_len, not_resumable = 0, "
+                "writer = excluded.writer, version = excluded.version, updated_at = excluded.updated_at",
+                (session_id, state.model_dump_json(exclude={"history"}), len(history), self._token,
+                 version, time.time()))
+        self._written[session_id] = _Written(history, self._token, version)
+
+    def _mark(self, session_id: str) -> None:
+        conn = self._connection(create=True)
+        with transaction(conn, write=True):
+            # Only the column: the header and messages may be unreadable, and stay as
+            # they are (writer and version too, so caches of the rows stay valid).
+            updated = conn.execute("UPDATE sessions SET not_resumable = 1 WHERE session_id = ?",
+                                   (session_id,)).rowcount
+            if not updated:
+                conn.execute("INSERT INTO sessions (session_id, header, history_len, not_resumable, "
+                             "writer, version, updated_at) VALUES (?, NULL, 0, 1, NULL, 0, ?)",
+                             (session_id, time.time()))
+
+    def _delete(self, session_id: str) -> None:
+        self._written.pop(session_id, None)
+        conn = self._connection(create=False)
+        if conn is None:
+            return
+        with transaction(conn, write=True):
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+
+    def _list(self) -> list[str]:
+        conn = self._connection(create=False)
+        if conn is None:
+            return []
+        sessions = []
+        for (session_id,) in conn.execute("SELECT session_id FROM sessions"):
+            with contextlib.suppress(ArkError):  # rows another program wrote are not sessions
+                sessions.append(validate_session_id(session_id))
+        return sorted(sessions)
+
+    def _close_connection(self) -> None:
+        self._written.clear()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- errors ----------------------------------------------------------------------------
+
+    def _corrupt(self, session_id: str, detail: str) -> ArkError:
+        return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                        f"saved state from session {session_id!r} ({self._path}) is corrupt: {detail}")
+
+    def _directory_message(self) -> str:
+        return (f"SQLiteStateStorage expects a database file, but {self._path} is a directory; "
+                f"pass a file in it, e.g. {self._path / 'state.sqlite3'}")
+
+
+def _common_prefix(history: tuple[AgentMessage, ...], written: tuple[AgentMessage, ...]) -> int:
+    """How many leading messages of ``history`` are the very objects in ``written``."""
+    kept = min(len(history), len(written))
+    if all(map(operator.is_, history[:kept], written[:kept])):
+        return kept
+    return next(i for i, (a, b) in enumerate(zip(history, written)) if a is not b)
