@@ -7,6 +7,7 @@ import pytest
 from arknb.domain import (
     AgentMessage, ArkError, ContentPart, ToolCall, ToolResult, ToolRisk, Usage,
 )
+from arknb.durable import SQLiteStateStorage
 from arknb.state import (
     AgentState, ApprovalDecision, DeniedCall, FileStateStorage, MemoryStateStorage,
     PendingApprovalBatch, PendingApprovalItem,
@@ -72,9 +73,14 @@ def full_state() -> AgentState:
     return make_full_state()
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", "sqlite"])
 def storage(request, tmp_path):
-    """Each backend in turn: the behaviour the runtime relies on is the same for both."""
+    """Each backend in turn: the behaviour the runtime relies on is the same for all."""
     if request.param == "memory":
-        return MemoryStateStorage()
-    return FileStateStorage(tmp_path / "sessions")
+        yield MemoryStateStorage()
+    elif request.param == "file":
+        yield FileStateStorage(tmp_path / "sessions")
+    else:
+        store = SQLiteStateStorage(tmp_path / "sessions" / "state.sqlite3")
+        yield store
+        store.close()

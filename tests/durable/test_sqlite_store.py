@@ -1,0 +1,530 @@
+"""SQLiteStateStorage: append-only saves, two writers, corrupt and foreign files, closing.
+
+The behaviour every backend shares runs from tests/state/test_storage_backends.py
+(the ``storage`` fixture includes this store); here is what is particular to SQLite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+
+import pytest
+
+import arknb as ark
+from arknb.domain import AgentMessage, ArkError
+from arknb.durable import SQLiteStateStorage
+from arknb.durable._database import LAYOUT_VERSION
+from arknb.state import SCHEMA_VERSION, AgentState, StateStorage
+from tests.runtime._approval_kit import Tools, assert_history_paired, dangerous_turn
+from tests.state.conftest import make_full_state
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "state.sqlite3"
+
+
+@pytest.fixture
+def full_state() -> AgentState:
+    return make_full_state()
+
+
+@pytest.fixture
+async def store(db):
+    storage = SQLiteStateStorage(db)
+    yield storage
+    await storage.aclose()
+
+
+def _sql(db, *statements: str, params: tuple = ()) -> list[tuple]:
+    """Run statements on a connection of the test's own; the last one's rows."""
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        rows: list[tuple] = []
+        for statement in statements:
+            rows = conn.execute(statement, params if statement is statements[-1] else ()).fetchall()
+        return rows
+
+
+def _audit(db) -> None:
+    """Record every message row the store inserts, deletes or updates (via triggers)."""
+    _sql(db, "CREATE TABLE audit (op TEXT, idx INTEGER)",
+         "CREATE TRIGGER audit_insert AFTER INSERT ON messages "
+         "BEGIN INSERT INTO audit VALUES ('insert', NEW.idx); END",
+         "CREATE TRIGGER audit_delete AFTER DELETE ON messages "
+         "BEGIN INSERT INTO audit VALUES ('delete', OLD.idx); END",
+         "CREATE TRIGGER audit_update AFTER UPDATE ON messages "
+         "BEGIN INSERT INTO audit VALUES ('update', OLD.idx); END")
+
+
+def _audited(db) -> list[tuple[str, int]]:
+    """The message rows written since the last call."""
+    rows = _sql(db, "SELECT op, idx FROM audit ORDER BY rowid")
+    _sql(db, "DELETE FROM audit")
+    return rows
+
+
+def _messages(*texts: str) -> tuple[AgentMessage, ...]:
+    return tuple(AgentMessage.user(text) for text in texts)
+
+
+# -- the protocol, creation, reopening -------------------------------------------------------
+
+
+def test_store_satisfies_the_protocol_and_is_exported(db):
+    storage = SQLiteStateStorage(db)
+    assert isinstance(storage, StateStorage)
+    assert ark.SQLiteStateStorage is SQLiteStateStorage
+    storage.close()
+
+
+async def test_first_save_creates_the_parent_directories(tmp_path, full_state):
+    db = tmp_path / "new" / "dir" / "state.sqlite3"
+    storage = SQLiteStateStorage(db)
+    assert not (tmp_path / "new").exists()  # opened lazily
+    await storage.save(full_state)
+    await storage.aclose()
+    assert db.is_file()
+    assert _sql(db, "SELECT value FROM store_meta WHERE key = 'layout_version'") == [(str(LAYOUT_VERSION),)]
+
+
+async def test_reads_of_a_missing_database_create_nothing(tmp_path):
+    storage = SQLiteStateStorage(tmp_path / "absent" / "state.sqlite3")
+    assert await storage.load("s") is None
+    assert await storage.list_sessions() == []
+    await storage.delete("s")
+    await storage.aclose()
+    assert not (tmp_path / "absent").exists()
+
+
+async def test_reopen_after_close_returns_an_equal_state(db, full_state):
+    first = SQLiteStateStorage(db)
+    await first.save(full_state)
+    await first.mark_not_resumable("ghost")
+    await first.aclose()
+
+    second = SQLiteStateStorage(db)
+    assert await second.load("demo") == full_state
+    assert await second.list_sessions() == ["demo", "ghost"]
+    await second.aclose()
+
+
+async def test_rows_hold_the_header_and_one_json_message_each(store, db, full_state):
+    await store.save(full_state)
+    [(header, history_len, not_resumable)] = _sql(
+        db, "SELECT header, history_len, not_resumable FROM sessions WHERE session_id = 'demo'")
+    assert '"history"' not in header and f'"schema_version":{SCHEMA_VERSION}' in header
+    assert history_len == len(full_state.history) and not_resumable == 0
+    bodies = _sql(db, "SELECT body FROM messages WHERE session_id = 'demo' ORDER BY idx")
+    assert [AgentMessage.model_validate_json(body) for (body,) in bodies] == list(full_state.history)
+
+
+# -- append-only saves ---------------------------------------------------------------------------
+
+
+async def test_a_save_after_one_appended_message_writes_exactly_one_message_row(store, db, full_state):
+    await store.save(full_state)
+    _audit(db)
+    n = len(full_state.history)
+
+    grown = full_state.model_copy(update={"history": full_state.history + _messages("one more")})
+    await store.save(grown)
+    assert _audited(db) == [("insert", n)]
+
+    again = grown.model_copy(update={"event_sequence": 99})  # same history: no message row at all
+    await store.save(again)
+    assert _audited(db) == []
+    assert await store.load("demo") == again
+
+
+async def test_a_load_primes_the_next_save_to_append(db, full_state):
+    writer = SQLiteStateStorage(db)
+    await writer.save(full_state)
+    await writer.aclose()
+    _audit(db)
+
+    reader = SQLiteStateStorage(db)
+    loaded = await reader.load("demo")
+    grown = loaded.model_copy(update={"history": loaded.history + _messages("after restore")})
+    await reader.save(grown)
+    assert _audited(db) == [("insert", len(full_state.history))]
+    await reader.aclose()
+
+
+async def test_a_load_by_the_saving_instance_keeps_both_states_appending(store, db):
+    saved = AgentState(session_id="s", history=_messages("m0", "m1"))
+    await store.save(saved)
+    _audit(db)
+    loaded = await store.load("s")
+    assert loaded == saved
+
+    await store.save(saved.model_copy(update={"history": saved.history + _messages("from saved")}))
+    assert _audited(db) == [("insert", 2)]
+    await store.load("s")
+    await store.save(loaded.model_copy(update={"history": loaded.history + _messages("from loaded")}))
+    assert _audited(db) == [("delete", 2), ("insert", 2)]  # only the one message that differs
+
+
+async def test_a_rewritten_history_is_replaced_from_its_first_difference(store, db):
+    m = _messages("m0", "m1", "m2", "m3", "m4", "m5")
+    await store.save(AgentState(session_id="s", history=m))
+    _audit(db)
+
+    replaced = (m[0], m[1], AgentMessage.user("summary of m2-m4"), m[5])  # a hook compressed history
+    await store.save(AgentState(session_id="s", history=replaced))
+    assert _audited(db) == [("delete", 2), ("delete", 3), ("delete", 4), ("delete", 5),
+                            ("insert", 2), ("insert", 3)]
+    loaded = (await store.load("s")).history
+    assert loaded == replaced
+
+    # Edits of the loaded history (the load primed the store with its messages):
+    longer = (*loaded[:3], AgentMessage.user("new m3"), AgentMessage.user("m4"))
+    await store.save(AgentState(session_id="s", history=longer))
+    assert _audited(db) == [("delete", 3), ("insert", 3), ("insert", 4)]
+    assert (await store.load("s")).history == longer
+
+    shorter = longer[:1]
+    await store.save(AgentState(session_id="s", history=shorter))
+    assert _audited(db) == [("delete", 1), ("delete", 2), ("delete", 3), ("delete", 4)]
+    assert (await store.load("s")).history == shorter
+
+    await store.save(AgentState(session_id="s"))
+    assert (await store.load("s")).history == ()
+
+
+async def test_equal_but_distinct_messages_are_written_again(store, db):
+    """Identity, not equality, decides: a message that merely looks the same is rewritten
+    (cheaper than comparing every message's content on every save)."""
+    await store.save(AgentState(session_id="s", history=_messages("a", "b")))
+    _audit(db)
+    await store.save(AgentState(session_id="s", history=_messages("a", "b")))
+    assert [op for op, _ in _audited(db)] == ["delete", "delete", "insert", "insert"]
+
+
+async def test_two_instances_interleaving_saves_of_one_session_always_load_the_last_state(db):
+    first, second, reader = SQLiteStateStorage(db), SQLiteStateStorage(db), SQLiteStateStorage(db)
+    histories = {first: _messages("a0"), second: _messages("b0", "b1", "b2")}
+    try:
+        for step in range(8):
+            writer = (first, second)[step % 2]
+            # Each keeps growing its own history: appending to rows the other wrote would
+            # leave the other's messages in the middle of this one's conversation.
+            histories[writer] += _messages(f"{'ab'[step % 2]}{step}")
+            state = AgentState(session_id="s", history=histories[writer], event_sequence=step)
+            await writer.save(state)
+            assert await reader.load("s") == state
+            assert await writer.load("s") == state
+    finally:
+        for storage in (first, second, reader):
+            await storage.aclose()
+
+
+async def test_a_second_instance_that_loaded_the_session_appends_to_it(db):
+    first, second = SQLiteStateStorage(db), SQLiteStateStorage(db)
+    await first.save(AgentState(session_id="s", history=_messages("one", "two")))
+    _audit(db)
+    loaded = await second.load("s")
+    await second.save(loaded.model_copy(update={"history": loaded.history + _messages("three")}))
+    assert _audited(db) == [("insert", 2)]
+
+    # first's picture of the rows is now stale: its next save rewrites them all.
+    state = AgentState(session_id="s", history=_messages("one", "two", "four"))
+    await first.save(state)
+    assert [op for op, _ in _audited(db)] == ["delete"] * 3 + ["insert"] * 3
+    assert await second.load("s") == state
+    await first.aclose()
+    await second.aclose()
+
+
+async def test_concurrent_saves_of_one_session_land_one_after_the_other(store):
+    states = [make_full_state("race", metadata={"n": n}, event_sequence=n,
+                              history=_messages(*(f"m{i}" for i in range(n))))
+              for n in range(12)]
+    await asyncio.gather(*(store.save(state) for state in states))
+    assert await store.load("race") == states[-1]  # one worker thread: saves run in call order
+
+
+async def test_a_failed_save_leaves_the_previous_state(store, db):
+    old = AgentState(session_id="s", history=_messages("old"))
+    await store.save(old)
+    _sql(db, "CREATE TRIGGER refuse BEFORE INSERT ON messages "
+             "BEGIN SELECT RAISE(ABORT, 'disk full (injected)'); END")
+
+    new = old.model_copy(update={"history": old.history + _messages("new"), "event_sequence": 5})
+    with pytest.raises(ArkError) as info:
+        await store.save(new)
+
+    assert info.value.code == "state_save_failed" and info.value.layer == "storage"
+    assert info.value.retryability == "conditional"
+    assert "'s'" in info.value.message and str(db) in info.value.message
+    assert isinstance(info.value.__cause__, sqlite3.Error)
+    assert await store.load("s") == old  # the session row was not half-updated
+    _sql(db, "DROP TRIGGER refuse")
+    await store.save(new)
+    assert await store.load("s") == new
+
+
+async def test_an_unwritable_location_is_state_save_failed(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    storage = SQLiteStateStorage(tmp_path / "a-file" / "state.sqlite3")
+    with pytest.raises(ArkError) as info:
+        await storage.save(AgentState(session_id="s"))
+    assert info.value.code == "state_save_failed" and info.value.retryability == "conditional"
+    assert "'s'" in info.value.message and str(tmp_path / "a-file") in info.value.message
+    await storage.aclose()
+
+
+async def test_an_unreadable_table_is_state_load_failed(store, db):
+    await store.save(AgentState(session_id="s", history=_messages("x")))
+    _sql(db, "DROP TABLE messages")
+    with pytest.raises(ArkError) as info:
+        await store.load("s")
+    assert info.value.code == "state_load_failed" and info.value.layer == "storage"
+    assert "'s'" in info.value.message and str(db) in info.value.message
+
+
+# -- corrupt, foreign and newer files ------------------------------------------------------------
+
+CORRUPTIONS = {
+    "bad_json_body": "UPDATE messages SET body = '{\"role\": \"user\", ' WHERE idx = 3",
+    "missing_idx": "DELETE FROM messages WHERE idx = 3",
+    "extra_row": "INSERT INTO messages VALUES ('demo', 8, '{}')",
+    "renumbered_row": "UPDATE messages SET idx = 20 WHERE idx = 7",
+    "blob_body": "UPDATE messages SET body = x'00ff' WHERE idx = 0",
+    "not_a_message": "UPDATE messages SET body = '{\"role\": 42}' WHERE idx = 1",
+    "text_history_len": "UPDATE sessions SET history_len = 'eight'",
+    "header_of_another_session": "UPDATE sessions SET header = replace(header, '\"demo\"', '\"other\"')",
+    "header_not_json": "UPDATE sessions SET header = 'garbage'",
+}
+
+
+async def _corrupted(db, full_state, kind: str) -> bytes:
+    """Save ``full_state``, corrupt it with a connection of the test's own, return the file bytes.
+
+    Both connections are closed first, so the write-ahead log is folded into the file
+    and the bytes compared are the whole database.
+    """
+    storage = SQLiteStateStorage(db)
+    await storage.save(full_state)
+    await storage.aclose()
+    _sql(db, CORRUPTIONS[kind])
+    return db.read_bytes()
+
+
+@pytest.mark.parametrize("kind", sorted(CORRUPTIONS))
+async def test_a_corrupt_session_is_state_corrupt_and_the_file_is_unchanged(db, full_state, kind):
+    before = await _corrupted(db, full_state, kind)
+    storage = SQLiteStateStorage(db)
+
+    with pytest.raises(ArkError) as info:
+        await storage.load("demo")
+    await storage.aclose()
+
+    assert info.value.code == "state_corrupt" and info.value.layer == "storage"
+    assert "'demo'" in info.value.message and str(db) in info.value.message
+    assert db.read_bytes() == before
+
+
+async def test_a_missing_row_is_named_in_the_error(db, full_state):
+    await _corrupted(db, full_state, "missing_idx")
+    storage = SQLiteStateStorage(db)
+    with pytest.raises(ArkError) as info:
+        await storage.load("demo")
+    await storage.aclose()
+    assert "8 message rows, found 7" in info.value.message
+
+
+async def test_mark_not_resumable_works_on_a_corrupt_session_and_keeps_its_rows(db, full_state):
+    await _corrupted(db, full_state, "bad_json_body")
+    rows_before = _sql(db, "SELECT idx, body FROM messages ORDER BY idx")
+    storage = SQLiteStateStorage(db)
+
+    await storage.mark_not_resumable("demo")
+
+    assert _sql(db, "SELECT not_resumable FROM sessions") == [(1,)]
+    assert _sql(db, "SELECT idx, body FROM messages ORDER BY idx") == rows_before
+    with pytest.raises(ArkError) as info:  # the mark does not make the rows readable
+        await storage.load("demo")
+    assert info.value.code == "state_corrupt"
+    await storage.aclose()
+
+
+async def test_a_marked_session_with_a_state_loads_not_resumable_and_a_save_clears_it(store, db):
+    await store.save(AgentState(session_id="s", is_running=True))
+    await store.mark_not_resumable("s")
+    loaded = await store.load("s")
+    assert loaded.not_resumable is True and loaded.is_running is True
+    assert _sql(db, "SELECT header IS NOT NULL, not_resumable FROM sessions") == [(1, 1)]
+    await store.save(AgentState(session_id="s"))
+    assert _sql(db, "SELECT not_resumable FROM sessions") == [(0,)]
+
+
+async def test_a_newer_layout_is_refused_and_the_file_is_unchanged(db):
+    storage = SQLiteStateStorage(db)
+    await storage.save(AgentState(session_id="s"))
+    await storage.aclose()
+    _sql(db, "UPDATE store_meta SET value = ? WHERE key = 'layout_version'", params=(str(LAYOUT_VERSION + 1),))
+    before = db.read_bytes()
+
+    storage = SQLiteStateStorage(db)
+    for call in (storage.load("s"), storage.save(AgentState(session_id="s")), storage.list_sessions()):
+        with pytest.raises(ArkError) as info:
+            await call
+        assert info.value.code == "state_version_unsupported" and info.value.layer == "storage"
+        assert str(db) in info.value.message and str(LAYOUT_VERSION + 1) in info.value.message
+    await storage.aclose()
+    assert db.read_bytes() == before
+
+
+async def test_a_newer_state_schema_in_the_header_is_refused(store, db):
+    await store.save(AgentState(session_id="s"))
+    _sql(db, "UPDATE sessions SET header = replace(header, '\"schema_version\":2', '\"schema_version\":99')")
+    with pytest.raises(ArkError) as info:
+        await store.load("s")
+    assert info.value.code == "state_version_unsupported" and str(db) in info.value.message
+
+
+async def test_an_old_schema_header_is_migrated_on_load(store, db):
+    await store.save(AgentState(session_id="s", history=_messages("hi")))
+    v1_header = '{"session_id": "s", "usage": [{"input_tokens": 3}]}'
+    _sql(db, "UPDATE sessions SET header = ?", params=(v1_header,))
+    state = await store.load("s")
+    assert state.schema_version == SCHEMA_VERSION and state.usages[0].input_tokens == 3
+    assert state.history[0].text == "hi"
+
+
+async def test_a_file_that_is_not_a_database_is_refused_and_unchanged(db):
+    db.write_bytes(b"my notes, not a database\n" * 100)
+    before = db.read_bytes()
+    storage = SQLiteStateStorage(db)
+    for call in (storage.load("s"), storage.save(AgentState(session_id="s")),
+                 storage.mark_not_resumable("s"), storage.list_sessions()):
+        with pytest.raises(ArkError) as info:
+            await call
+        assert info.value.code == "state_corrupt" and info.value.layer == "storage"
+        assert str(db) in info.value.message and "not an SQLite database" in info.value.message
+    await storage.aclose()
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in db.parent.iterdir()) == [db.name]
+
+
+async def test_another_applications_database_is_refused_and_unchanged(db):
+    _sql(db, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    before = db.read_bytes()
+    storage = SQLiteStateStorage(db)
+    with pytest.raises(ArkError) as info:
+        await storage.save(AgentState(session_id="s"))
+    await storage.aclose()
+    assert info.value.code == "state_corrupt"
+    assert str(db) in info.value.message and "invoices" in info.value.message
+    assert db.read_bytes() == before
+
+
+async def test_an_empty_file_becomes_a_store(db):
+    db.touch()
+    storage = SQLiteStateStorage(db)
+    await storage.save(AgentState(session_id="s"))
+    assert await storage.load("s") == AgentState(session_id="s")
+    await storage.aclose()
+
+
+# -- closing and arguments -----------------------------------------------------------------------
+
+
+async def test_a_closed_store_refuses_every_call_clearly(db):
+    storage = SQLiteStateStorage(db)
+    await storage.save(AgentState(session_id="s"))
+    await storage.aclose()
+    await storage.aclose()  # closing again is fine
+    storage.close()
+    assert storage.closed and "closed" in repr(storage)
+
+    calls = {"state_load_failed": [storage.load("s"), storage.list_sessions()],
+             "state_save_failed": [storage.save(AgentState(session_id="s")),
+                                   storage.mark_not_resumable("s"), storage.delete("s")]}
+    for code, coroutines in calls.items():
+        for call in coroutines:
+            with pytest.raises(ArkError) as info:
+                await call
+            assert info.value.code == code and info.value.layer == "storage"
+            assert "is closed" in info.value.message and str(db) in info.value.message
+            assert not info.value.retryable
+
+
+async def test_close_finishes_queued_saves_then_closes_the_connection(db):
+    storage = SQLiteStateStorage(db)
+    pending = asyncio.ensure_future(storage.save(AgentState(session_id="s", event_sequence=3)))
+    await asyncio.sleep(0)  # one step of the save task: its work is now queued on the worker
+    storage.close()
+    # Closing the last connection folds the write-ahead log into the file and removes it.
+    assert not db.with_name(db.name + "-wal").exists()
+    assert _sql(db, "SELECT json_extract(header, '$.event_sequence') FROM sessions") == [(3,)]
+    await pending
+
+
+def test_repr_names_the_file(db):
+    storage = SQLiteStateStorage(db)
+    assert repr(storage) == f"SQLiteStateStorage({str(db)!r})"
+    storage.close()
+    assert repr(storage) == f"SQLiteStateStorage({str(db)!r}, closed)"
+
+
+def test_a_relative_path_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    storage = SQLiteStateStorage("state.sqlite3")
+    assert storage.path == tmp_path / "state.sqlite3"
+    storage.close()
+
+
+@pytest.mark.parametrize("bad", [42, None, b"state.sqlite3", "", ["state.sqlite3"]])
+def test_the_path_must_be_a_str_or_pathlike(bad):
+    with pytest.raises(ArkError) as info:
+        SQLiteStateStorage(bad)  # type: ignore[arg-type]
+    assert info.value.code == "invalid_argument" and info.value.layer == "config"
+
+
+def test_a_directory_is_refused_with_its_name(tmp_path):
+    with pytest.raises(ArkError) as info:
+        SQLiteStateStorage(tmp_path)
+    assert info.value.code == "invalid_argument"
+    assert f"{tmp_path} is a directory" in info.value.message
+
+
+# -- a whole run ---------------------------------------------------------------------------------
+
+
+async def test_a_run_paused_for_approval_is_completed_by_a_new_runtime_on_the_same_file(db):
+    first_store = SQLiteStateStorage(db)
+    tools = Tools()
+    runtime = ark.AgentRuntime(ark.ScriptedModel([dangerous_turn(text="I will clear it.")]), tools=tools.all,
+                               storage=first_store, session_id="approval", system_prompt="Be careful.")
+    paused = await runtime.run("Clear the cache")
+    assert paused.stop_reason == "awaiting_approval" and tools.ran == []
+    [pending] = runtime.controller.list_pending_approvals()
+    await first_store.aclose()
+    _audit(db)
+
+    second_store = SQLiteStateStorage(db)
+    tools = Tools()
+    model = ark.ScriptedModel(["The cache is cleared."])
+    restored = await ark.AgentRuntime.restore("approval", storage=second_store, model=model, tools=tools.all,
+                                              system_prompt="Be careful.")
+    [item] = restored.controller.list_pending_approvals()
+    assert item.approval_id == pending.approval_id and item.tool_call.name == "clear_cache"
+
+    decided = await restored.controller.approve(item.approval_id)
+    result = await asyncio.wait_for(restored.current_run.wait(), 10)
+
+    assert decided.ok and result.stop_reason == "completed" and result.text == "The cache is cleared."
+    assert tools.ran == [("clear_cache", "/tmp/cache")]
+    [request] = model.requests
+    assert [m.role for m in request.messages] == ["system", "user", "assistant", "tool"]
+    final = await second_store.load("approval")
+    assert final.pending_approval is None and final.last_stop_reason == "completed"
+    assert not final.is_running and not final.not_resumable
+    assert [m.role for m in final.history] == ["user", "assistant", "tool", "assistant"]
+    assert_history_paired(final.history)
+    # The restored runtime's saves only appended: the tool result, then the answer.
+    assert _audited(db) == [("insert", 2), ("insert", 3)]
+    await second_store.aclose()
