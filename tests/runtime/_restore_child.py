@@ -1,10 +1,11 @@
 """Child process for the kill-and-restore test (tests/runtime/test_restore.py).
 
-Runs a FileStateStorage session until it waits for approval, prints one line
+Runs a session on the chosen storage until it waits for approval, prints one line
 ``AWAITING <session_id> <approval_id>``, then blocks until the parent kills it
 with SIGKILL: nothing after the mandatory save gets a chance to run.
 
-Usage: python _restore_child.py <directory> <session_id>
+Usage: python _restore_child.py <file|sqlite> <directory> <session_id>
+(``sqlite`` keeps the sessions in ``<directory>/state.sqlite3``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from pathlib import Path
 import arknb as ark
 
 
-async def main(directory: str, session_id: str) -> None:
+def open_storage(backend: str, directory: str | Path) -> ark.StateStorage:
+    """The storage the parent opens too, on the same directory."""
+    if backend == "sqlite":
+        return ark.SQLiteStateStorage(Path(directory) / "state.sqlite3")
+    return ark.FileStateStorage(directory)
+
+
+async def main(backend: str, directory: str, session_id: str) -> None:
     ran = Path(directory) / "ran_in_child.log"
 
     @ark.tool(risk="dangerous")
@@ -30,7 +38,7 @@ async def main(directory: str, session_id: str) -> None:
         ark.ScriptedTurn(text="I will clear it.", tool_calls=[
             ark.ToolCall(id="c1", name="clear_cache", arguments_json=json.dumps({"path": "/tmp/cache"}))]),
     ])
-    runtime = ark.AgentRuntime(model, tools=[clear_cache], storage=ark.FileStateStorage(directory),
+    runtime = ark.AgentRuntime(model, tools=[clear_cache], storage=open_storage(backend, directory),
                                session_id=session_id, system_prompt="Be careful.")
     result = await runtime.run("Clear the cache")
     if result.stop_reason != "awaiting_approval":
@@ -42,4 +50,4 @@ async def main(directory: str, session_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))

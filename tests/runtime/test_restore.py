@@ -15,13 +15,14 @@ import arknb as ark
 from arknb import ArkError, EventTypes, ScriptedTurn
 
 from ._approval_kit import EventLog, Tools, assert_history_paired, call, dangerous_turn
+from ._restore_child import open_storage
 
 CHILD = Path(__file__).with_name("_restore_child.py")
 
 
-def _run_child_until_awaiting(directory: Path, session_id: str) -> str:
+def _run_child_until_awaiting(backend: str, directory: Path, session_id: str) -> str:
     """Start the child, wait for its AWAITING line, SIGKILL it; return the approval id."""
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(directory), session_id],
+    proc = subprocess.Popen([sys.executable, str(CHILD), backend, str(directory), session_id],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline().strip()  # the child prints it right after the mandatory save
@@ -38,20 +39,24 @@ def _run_child_until_awaiting(directory: Path, session_id: str) -> str:
     return approval_id
 
 
-@pytest.fixture(scope="module")
-def _killed_template(tmp_path_factory):
-    """One child run per module (an interpreter start costs seconds); tests get copies."""
-    directory = tmp_path_factory.mktemp("killed")
-    return directory, _run_child_until_awaiting(directory, "killed-demo")
+@pytest.fixture(scope="module", params=["file", "sqlite"])
+def _killed_template(request, tmp_path_factory):
+    """One child run per module and backend (an interpreter start costs seconds); tests get copies."""
+    directory = tmp_path_factory.mktemp(f"killed-{request.param}")
+    return request.param, directory, _run_child_until_awaiting(request.param, directory, "killed-demo")
 
 
 @pytest.fixture
-def killed_session(_killed_template, tmp_path):
-    """A session a killed process left waiting for approval: (directory, session_id, approval_id)."""
-    template, approval_id = _killed_template
+async def killed_session(_killed_template, tmp_path):
+    """A session a killed process left waiting for approval: (storage, directory, session_id,
+    approval_id). The copy includes SQLite's write-ahead log, as a crash leaves it."""
+    backend, template, approval_id = _killed_template
     directory = tmp_path / "sessions"
     shutil.copytree(template, directory)
-    return directory, "killed-demo", approval_id
+    storage = open_storage(backend, directory)
+    yield storage, directory, "killed-demo", approval_id
+    if isinstance(storage, ark.SQLiteStateStorage):
+        await storage.aclose()
 
 
 def _restored_tools() -> Tools:
@@ -59,8 +64,7 @@ def _restored_tools() -> Tools:
 
 
 async def test_pending_approval_survives_process_kill(killed_session):
-    directory, session_id, approval_id = killed_session
-    storage = ark.FileStateStorage(directory)
+    storage, directory, session_id, approval_id = killed_session
     assert not (directory / "ran_in_child.log").exists()  # zero side effects before the decision
     saved = await storage.load(session_id)
     assert saved.pending_approval is not None and saved.is_running and not saved.not_resumable
@@ -95,8 +99,7 @@ async def test_pending_approval_survives_process_kill(killed_session):
 
 
 async def test_restored_runtime_can_deny(killed_session):
-    directory, session_id, approval_id = killed_session
-    storage = ark.FileStateStorage(directory)
+    storage, _, session_id, approval_id = killed_session
     tools = _restored_tools()
     model = ark.ScriptedModel(["Fine, I left the cache alone."])
     runtime = await ark.AgentRuntime.restore(session_id, storage=storage, model=model, tools=tools.all)
