@@ -107,7 +107,8 @@ class SecretLint:
         else:
             new = state.history[history_from:]
             parts = [m.model_dump_json() for m in new]
-            parts.append(state.model_dump_json(exclude={"history"}))
+            # usages hold token counts only, and grow by one per model call.
+            parts.append(state.model_dump_json(exclude={"history", "usages"}))
             if not any(self.scan(part) for part in parts):
                 return
         # Slow path, only on failure: find which part of the state holds each finding.

@@ -49,3 +49,29 @@ async def test_file_storage_round_trips_successive_saves(tmp_path) -> None:
     assert await storage.load("s") is None
     await storage.save(_state(history[:1]))
     assert await storage.load("s") == _state(history[:1])
+
+
+def test_usages_are_encoded_incrementally_and_round_trip() -> None:
+    from arknb.domain import Usage
+
+    encoder = IncrementalStateEncoder()
+    usages: tuple = ()
+    for i in range(4):
+        usages = usages + (Usage(input_tokens=i, output_tokens=2 * i),)
+        state = AgentState(session_id="s", usages=usages)
+        assert AgentState.from_json(encoder.encode(state)) == state
+    assert encoder._usages.items == list(usages)
+    replaced = AgentState(session_id="s", usages=(Usage(input_tokens=9),))
+    assert AgentState.from_json(encoder.encode(replaced)) == replaced
+
+
+def test_only_new_items_are_encoded() -> None:
+    from arknb.state._encoding import AppendOnlyFragments
+
+    fragments = AppendOnlyFragments()
+    first = (AgentMessage.user("a"), AgentMessage.user("b"))
+    assert fragments.update(first) == 0
+    assert fragments.update(first + (AgentMessage.user("c"),)) == 2
+    # An equal but different object counts as changed: identity, not equality.
+    assert fragments.update((first[0], AgentMessage.user("b"))) == 1
+    assert fragments.joined() == '[' + ','.join(m.model_dump_json() for m in (first[0], AgentMessage.user("b"))) + ']'
