@@ -2,8 +2,8 @@
 
 A session row holds the state's JSON without its history; every history message is a
 row of its own. The runtime's history only grows and its messages are immutable, so a
-save compares the history with the messages this instance last wrote (by identity),
-and writes only the new ones in one transaction with the session row: a save at turn
+save compares the history with the messages this instance last wrote (the same
+objects, mostly: a pointer comparison each), and writes only the new ones in one transaction with the session row: a save at turn
 1,000 costs about what it costs at turn 10. A history that was rewritten (a hook
 compressed it) is replaced from its first changed message on.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import operator
 import os
 import sqlite3
 import time
@@ -274,7 +273,7 @@ class SQLiteStateStorage:
             # Append only to rows this instance knows: the row must still be the one it
             # last wrote or loaded (another instance may have saved since).
             if known is not None and row == (known.writer, known.version, len(known.messages)):
-                kept = _common_prefix(history, known.messages)
+                kept = _kept_rows(history, known.messages)
                 stale = kept < len(known.messages)
             else:
                 kept, stale = 0, True
@@ -340,9 +339,14 @@ class SQLiteStateStorage:
                 f"pass a file in it, e.g. {self._path / 'state.sqlite3'}")
 
 
-def _common_prefix(history: tuple[AgentMessage, ...], written: tuple[AgentMessage, ...]) -> int:
-    """How many leading messages of ``history`` are the very objects in ``written``."""
-    kept = min(len(history), len(written))
-    if all(map(operator.is_, history[:kept], written[:kept])):
-        return kept
-    return next(i for i, (a, b) in enumerate(zip(history, written)) if a is not b)
+def _kept_rows(history: tuple[AgentMessage, ...], written: tuple[AgentMessage, ...]) -> int:
+    """How many leading messages of ``history`` equal the ones written: their rows stay.
+
+    The runtime carries its messages over from state to state, so they are mostly the
+    very same objects, which tuple equality checks first (in C): for an appended
+    history this costs a pointer comparison per message, no encoding.
+    """
+    n = min(len(history), len(written))
+    if history[:n] == written[:n]:
+        return n
+    return next(i for i, (a, b) in enumerate(zip(history, written)) if a is not b and a != b)
