@@ -3,9 +3,10 @@
 A session row holds the state's JSON without its history; every history message is a
 row of its own. The runtime's history only grows and its messages are immutable, so a
 save compares the history with the messages this instance last wrote (the same
-objects, mostly: a pointer comparison each), and writes only the new ones in one transaction with the session row: a save at turn
-1,000 costs about what it costs at turn 10. A history that was rewritten (a hook
-compressed it) is replaced from its first changed message on.
+objects, mostly: a pointer comparison each) and writes only the new ones, in one
+transaction with the session row: a save at turn 1,000 costs about what it costs at
+turn 10. A history that was rewritten (a hook compressed it) is replaced from its
+first changed message on.
 
 Another store instance, in this process or another, may write the same session. Each
 instance has a writer token and numbers its saves; the session row records the pair.
