@@ -1,8 +1,7 @@
-"""Subject (e): arknb on the durable SQLite store (``arknb.durable``).
+"""Subject (e): arknb on the durable SQLite store (``arknb.durable.SQLiteStateStorage``).
 
-The store's class is found by name in ``arknb.durable`` (any public class whose name
-contains "sqlite" and "stor"), so this subject starts measuring as soon as it lands.
-Each run uses a fresh session id in one database file under a temporary directory.
+Each run uses a fresh session id in one database file under a temporary directory;
+the store is opened once, as an application would.
 """
 
 from __future__ import annotations
@@ -18,23 +17,11 @@ from workload import ToolCounter, main, report_unavailable  # noqa: E402
 
 SUBJECT = "arknb+SQLite"
 
-
-def _find_store():
-    import arknb.durable as durable
-
-    for name in sorted(dir(durable)):
-        low = name.lower()
-        if "sqlite" in low and "stor" in low and not name.startswith("_"):
-            return getattr(durable, name)
-    raise AttributeError("arknb.durable has no SQLite store class yet")
-
-
 try:
     import arknb as ark
-    ark.AgentRuntime  # noqa: B018
-    Store = _find_store()
+    from arknb.durable import SQLiteStateStorage as Store
     from arknb_common import ModelBuildTimer, make_tool, stream_run
-except (ImportError, AttributeError) as exc:
+except ImportError as exc:
     report_unavailable(SUBJECT, f"n/a (not built yet: {exc})")
     sys.exit(0)
 
@@ -44,19 +31,10 @@ sessions = itertools.count()
 store = None
 
 
-def _open_store():
-    for arg in (workdir / "bench.sqlite3", workdir):
-        try:
-            return Store(arg)
-        except Exception:  # noqa: BLE001 - try a file path, then a directory
-            continue
-    return Store(str(workdir / "bench.sqlite3"))
-
-
 async def make(chunks: int):
     global store
     if store is None:
-        store = _open_store()
+        store = Store(workdir / "bench.sqlite3")
     counter = ToolCounter()
     runtime = ark.AgentRuntime(timer.script(chunks), tools=[make_tool(counter)],
                                system_prompt="Be brief.", storage=store,
