@@ -1,8 +1,11 @@
 """Subject (a): the floor. A bare asyncio loop over an async generator of dict events
-and a dict tool call: no framework, no validation, no events beyond the stream itself."""
+and a dict tool call: no framework, no validation, no events beyond the stream itself.
+
+``bare_threaded.py`` (subject a') runs the same loop with the tool on a worker thread."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -12,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workload import add_args_json, TURNS, Outcome, ToolCounter, chunk_text, main  # noqa: E402
 
 
-async def make(chunks: int):
+async def make(chunks: int, *, threaded: bool = False):
     counter = ToolCounter()
     tools = {"add": counter.add}
 
@@ -41,7 +44,8 @@ async def make(chunks: int):
             if not calls:
                 break
             for call in calls:
-                result = tools[call["name"]](**json.loads(call["arguments"]))
+                fn, arguments = tools[call["name"]], json.loads(call["arguments"])
+                result = await asyncio.to_thread(fn, **arguments) if threaded else fn(**arguments)
                 history.append({"role": "tool", "tool_call_id": call["id"], "content": str(result)})
         return Outcome(text_chunks=seen, tool_calls=counter.count)
 
