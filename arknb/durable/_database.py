@@ -21,8 +21,8 @@ __all__ = ["LAYOUT_STEPS", "LAYOUT_VERSION", "is_damaged", "open_database", "tra
 
 LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
     # 1: the state store (sqlite_store.py): a session row holds the state without its
-    # history, and every message is a row of its own, so a save appends instead of
-    # rewriting the conversation.
+    # history and usages, and every message and usage is a row of its own, so a save
+    # appends instead of rewriting the conversation.
     (
         """CREATE TABLE store_meta (
             key   TEXT PRIMARY KEY,
@@ -30,8 +30,10 @@ LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID""",
         """CREATE TABLE sessions (
             session_id    TEXT PRIMARY KEY,
-            header        TEXT,              -- the state's JSON without "history"; NULL: only marked
-            history_len   INTEGER NOT NULL,
+            header        TEXT,              -- the state's JSON without "history" and "usages";
+                                             -- NULL: only marked not resumable, never saved
+            history_len   INTEGER NOT NULL,  -- rows in messages
+            usages_len    INTEGER NOT NULL,  -- rows in usages
             not_resumable INTEGER NOT NULL DEFAULT 0,
             writer        TEXT,              -- token of the store instance that saved last
             version       INTEGER NOT NULL,  -- that instance's save number
@@ -41,6 +43,12 @@ LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
             session_id TEXT NOT NULL,
             idx        INTEGER NOT NULL,
             body       TEXT NOT NULL,        -- one AgentMessage as JSON
+            PRIMARY KEY (session_id, idx)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE usages (
+            session_id TEXT NOT NULL,
+            idx        INTEGER NOT NULL,
+            body       TEXT NOT NULL,        -- one Usage as JSON
             PRIMARY KEY (session_id, idx)
         ) WITHOUT ROWID""",
     ),

@@ -1,16 +1,16 @@
 """Agent state in an SQLite database: one row per session, one row per message.
 
-A session row holds the state's JSON without its history; every history message is a
-row of its own. The runtime's history only grows and its messages are immutable, so a
-save compares the history with the messages this instance last wrote (the same
-objects, mostly: a pointer comparison each) and writes only the new ones, in one
-transaction with the session row: a save at turn 1,000 costs about what it costs at
-turn 10. A history that was rewritten (a hook compressed it) is replaced from its
-first changed message on.
+A session row holds the state's JSON without its two growing sequences, ``history``
+and ``usages``; every message and every usage is a row of its own. The runtime only
+appends to them and their items are immutable, so a save compares each sequence with
+the items this instance last wrote (the same objects, mostly: a pointer comparison
+each) and writes only the new ones, in one transaction with the session row: a save at
+turn 1,000 costs about what it costs at turn 10. A history that was rewritten (a hook
+compressed it) is replaced from its first changed message on.
 
 Another store instance, in this process or another, may write the same session. Each
 instance has a writer token and numbers its saves; the session row records the pair.
-A save that finds a pair it did not write (or load) itself rewrites the whole history
+A save that finds a pair it did not write (or load) itself rewrites the whole session
 instead of appending to rows it does not know.
 
 All SQLite work runs in one worker thread per store, which owns the connection: the
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
+from arknb.domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
 from arknb.state import AgentState, validate_session_id
 
 from ._database import is_damaged, open_database, transaction
@@ -42,15 +42,37 @@ __all__ = ["SQLiteStateStorage"]
 
 _T = TypeVar("_T")
 
+# The state's append-only sequences, each stored a row per item: (AgentState field,
+# its table). The sessions row counts each table's rows in history_len and usages_len.
+_SEQUENCES = (("history", "messages"), ("usages", "usages"))
+_FIELDS = tuple(field for field, _ in _SEQUENCES)
+
+_READ_SESSION = ("SELECT header, not_resumable, writer, version, history_len, usages_len "
+                 "FROM sessions WHERE session_id = ?")
+_READ_VERSION = "SELECT writer, version, history_len, usages_len FROM sessions WHERE session_id = ?"
+_WRITE_SESSION = (
+    "INSERT INTO sessions (session_id, header, history_len, usages_len, not_resumable, writer, "
+    "version, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+    "header = excluded.header, history_len = excluded.history_len, usages_len = excluded.usages_len, "
+    "not_resumable = 0, writer = excluded.writer, version = excluded.version, "
+    "updated_at = excluded.updated_at")
+_WRITE_MARKER = ("INSERT INTO sessions (session_id, header, history_len, usages_len, not_resumable, "
+                 "writer, version, updated_at) VALUES (?, NULL, 0, 0, 1, NULL, 0, ?)")
+
 
 @dataclass(slots=True)
 class _Written:
     """What the database holds for one session, as far as this instance knows: the
-    messages it saved or loaded, and the session row's writer and version then."""
+    sequences it saved or loaded (in :data:`_SEQUENCES` order), and the session row's
+    writer and version then."""
 
-    messages: tuple[AgentMessage, ...]
+    sequences: tuple[tuple[Any, ...], ...]
     writer: str | None
     version: int
+
+    def matches(self, row: tuple | None) -> bool:
+        """True if ``row`` (writer, version, lengths...) is still the one described."""
+        return row == (self.writer, self.version, *map(len, self.sequences))
 
 
 class SQLiteStateStorage:
@@ -118,8 +140,8 @@ class SQLiteStateStorage:
                                 self._load, session_id)
 
     async def save(self, state: AgentState) -> None:
-        """Save ``state`` in one transaction, writing only the messages that are new since
-        this instance's last save or load of the session. A successful save clears a
+        """Save ``state`` in one transaction, writing only the messages and usages that
+        are new since this instance's last save or load of the session. A successful save clears a
         not-resumable mark: the saved state itself now says whether it is resumable.
 
         Raises:
@@ -219,90 +241,81 @@ class SQLiteStateStorage:
         conn = self._connection(create=False)
         if conn is None:
             return None
-        with transaction(conn, write=False):  # the session row and its messages from one snapshot
-            row = conn.execute("SELECT header, history_len, not_resumable, writer, version "
-                               "FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        with transaction(conn, write=False):  # the session row and its items from one snapshot
+            row = conn.execute(_READ_SESSION, (session_id,)).fetchone()
             if row is None:
                 return None
-            header, history_len, marked, writer, version = row
+            header, marked, writer, version, *lengths = row
             if header is None:  # only marked, never saved
                 return AgentState(session_id=session_id, not_resumable=True)
-            rows = conn.execute("SELECT idx, body FROM messages WHERE session_id = ? ORDER BY idx",
-                                (session_id,)).fetchall()
-        bodies = self._check_rows(session_id, header, history_len, rows)
-        # The document _encoding.IncrementalStateEncoder writes: the header with the history
-        # spliced in. Parsed by from_json, so migrations and version refusals are the files' own.
-        text = f'{header[:-1]},"history":[{",".join(bodies)}]}}'
-        state = AgentState.from_json(text, source=f"session {session_id!r} ({self._path})")
-        if state.session_id != session_id:
-            raise self._corrupt(session_id, f"the row holds session {state.session_id!r}")
-        known = self._written.get(session_id)
-        if (known is not None and (writer, version, history_len) == (known.writer, known.version,
-                                                                     len(known.messages))
-                and state.history == known.messages):
-            # The rows are what this instance last wrote: hand out those very (immutable)
-            # messages, so a save continuing from either the loaded or the saved state appends.
-            state = state.model_copy(update={"history": known.messages})
-        else:
-            self._written[session_id] = _Written(state.history, writer, version)  # the next save appends
-        return state.model_copy(update={"not_resumable": True}) if marked else state
-
-    def _check_rows(self, session_id: str, header: object, history_len: object,
-                    rows: list[tuple[Any, Any]]) -> list[str]:
+            bodies = []
+            for (_, table), length in zip(_SEQUENCES, lengths):
+                rows = conn.execute(f"SELECT idx, body FROM {table} WHERE session_id = ? ORDER BY idx",
+                                    (session_id,)).fetchall()
+                bodies.append(self._check_rows(session_id, table, length, rows))
         if not isinstance(header, str):
             raise self._corrupt(session_id, f"its header is {type(header).__name__}, not text")
-        if type(history_len) is not int or len(rows) != history_len:
-            raise self._corrupt(session_id, f"it should have {history_len!r} message rows, "
-                                            f"found {len(rows)}")
+        # The header with the sequences spliced in (as _encoding.IncrementalStateEncoder
+        # writes files), parsed by from_json: migrations and version refusals are the
+        # files' own. An empty sequence is left out: its default is the same.
+        spliced = "".join(f',"{field}":[{",".join(items)}]'
+                          for field, items in zip(_FIELDS, bodies) if items)
+        state = AgentState.from_json(f"{header[:-1]}{spliced}}}",
+                                     source=f"session {session_id!r} ({self._path})")
+        if state.session_id != session_id:
+            raise self._corrupt(session_id, f"the row holds session {state.session_id!r}")
+        loaded = tuple(getattr(state, field) for field in _FIELDS)
+        known = self._written.get(session_id)
+        if (known is not None and known.matches((writer, version, *lengths))
+                and loaded == known.sequences):
+            # The rows are what this instance last wrote: hand out those very (immutable)
+            # items, so a save continuing from either the loaded or the saved state appends.
+            state = state.model_copy(update=dict(zip(_FIELDS, known.sequences)))
+        else:
+            self._written[session_id] = _Written(loaded, writer, version)  # the next save appends
+        return state.model_copy(update={"not_resumable": True}) if marked else state
+
+    def _check_rows(self, session_id: str, table: str, length: object,
+                    rows: list[tuple[Any, Any]]) -> list[str]:
+        if type(length) is not int or len(rows) != length:
+            raise self._corrupt(session_id, f"{table}: expected {length!r} rows, found {len(rows)}")
         for expected, (idx, body) in enumerate(rows):
             if idx != expected:
-                raise self._corrupt(session_id, f"message row {expected} is missing "
+                raise self._corrupt(session_id, f"{table}: row {expected} is missing "
                                                 f"(the rows jump to idx {idx!r})")
             if not isinstance(body, str):
-                raise self._corrupt(session_id, f"message row {idx} is {type(body).__name__}, not text")
+                raise self._corrupt(session_id, f"{table}: row {idx} is {type(body).__name__}, not text")
         return [body for _, body in rows]
 
     def _save(self, state: AgentState) -> None:
         session_id = state.session_id
-        history = state.history
+        sequences = tuple(getattr(state, field) for field in _FIELDS)
         conn = self._connection(create=True)
         known = self._written.get(session_id)
         version = next(self._save_numbers)
         with transaction(conn, write=True):
-            row = conn.execute("SELECT writer, version, history_len FROM sessions WHERE session_id = ?",
-                               (session_id,)).fetchone()
+            row = conn.execute(_READ_VERSION, (session_id,)).fetchone()
             # Append only to rows this instance knows: the row must still be the one it
             # last wrote or loaded (another instance may have saved since).
-            if known is not None and row == (known.writer, known.version, len(known.messages)):
-                kept = _kept_rows(history, known.messages)
-                stale = kept < len(known.messages)
+            if known is not None and known.matches(row):
+                written: tuple = known.sequences
             else:
-                kept, stale = 0, True
-            if stale:
-                conn.execute("DELETE FROM messages WHERE session_id = ? AND idx >= ?", (session_id, kept))
-            conn.executemany("INSERT INTO messages (session_id, idx, body) VALUES (?, ?, ?)",
-                             [(session_id, i, history[i].model_dump_json())
-                              for i in range(kept, len(history))])
-            conn.execute(
-                "INSERT INTO sessions (session_id, header, history_len, not_resumable, writer, "
-                "version, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE "
-                "SET header = excluded.header, history_len = excluded.history_len, not_resumable = 0, "
-                "writer = excluded.writer, version = excluded.version, updated_at = excluded.updated_at",
-                (session_id, state.model_dump_json(exclude={"history"}), len(history), self._token,
-                 version, time.time()))
-        self._written[session_id] = _Written(history, self._token, version)
+                written = (None,) * len(_SEQUENCES)
+            for (_, table), items, before in zip(_SEQUENCES, sequences, written):
+                _write_rows(conn, table, session_id, items, before)
+            conn.execute(_WRITE_SESSION, (session_id, state.model_dump_json(exclude=set(_FIELDS)),
+                                          *map(len, sequences), self._token, version, time.time()))
+        self._written[session_id] = _Written(sequences, self._token, version)
 
     def _mark(self, session_id: str) -> None:
         conn = self._connection(create=True)
         with transaction(conn, write=True):
-            # Only the column: the header and messages may be unreadable, and stay as
+            # Only the column: the header and items may be unreadable, and stay as
             # they are (writer and version too, so caches of the rows stay valid).
             updated = conn.execute("UPDATE sessions SET not_resumable = 1 WHERE session_id = ?",
                                    (session_id,)).rowcount
             if not updated:
-                conn.execute("INSERT INTO sessions (session_id, header, history_len, not_resumable, "
-                             "writer, version, updated_at) VALUES (?, NULL, 0, 1, NULL, 0, ?)",
-                             (session_id, time.time()))
+                conn.execute(_WRITE_MARKER, (session_id, time.time()))
 
     def _delete(self, session_id: str) -> None:
         self._written.pop(session_id, None)
@@ -310,7 +323,8 @@ class SQLiteStateStorage:
         if conn is None:
             return
         with transaction(conn, write=True):
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            for _, table in _SEQUENCES:
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
 
     def _list(self) -> list[str]:
@@ -340,14 +354,25 @@ class SQLiteStateStorage:
                 f"pass a file in it, e.g. {self._path / 'state.sqlite3'}")
 
 
-def _kept_rows(history: tuple[AgentMessage, ...], written: tuple[AgentMessage, ...]) -> int:
-    """How many leading messages of ``history`` equal the ones written: their rows stay.
+def _write_rows(conn: sqlite3.Connection, table: str, session_id: str, items: tuple[Any, ...],
+                written: tuple[Any, ...] | None) -> None:
+    """Bring ``table``'s rows of the session in line with ``items``, given the items the
+    rows are known to hold (None: unknown, so they are all replaced)."""
+    kept = 0 if written is None else _kept_rows(items, written)
+    if written is None or kept < len(written):
+        conn.execute(f"DELETE FROM {table} WHERE session_id = ? AND idx >= ?", (session_id, kept))
+    conn.executemany(f"INSERT INTO {table} (session_id, idx, body) VALUES (?, ?, ?)",
+                     [(session_id, i, items[i].model_dump_json()) for i in range(kept, len(items))])
 
-    The runtime carries its messages over from state to state, so they are mostly the
-    very same objects, which tuple equality checks first (in C): for an appended
-    history this costs a pointer comparison per message, no encoding.
+
+def _kept_rows(items: tuple[Any, ...], written: tuple[Any, ...]) -> int:
+    """How many leading ``items`` equal the ones written: their rows stay.
+
+    The runtime carries its items over from state to state, so they are mostly the very
+    same objects, which tuple equality checks first (in C): for an appended sequence
+    this costs a pointer comparison per item, no encoding.
     """
-    n = min(len(history), len(written))
-    if history[:n] == written[:n]:
+    n = min(len(items), len(written))
+    if items[:n] == written[:n]:
         return n
-    return next(i for i, (a, b) in enumerate(zip(history, written)) if a is not b and a != b)
+    return next(i for i, (a, b) in enumerate(zip(items, written)) if a is not b and a != b)

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 import arknb as ark
-from arknb.domain import AgentMessage, ArkError
+from arknb.domain import AgentMessage, ArkError, Usage
 from arknb.durable import SQLiteStateStorage
 from arknb.durable._database import LAYOUT_VERSION
 from arknb.state import SCHEMA_VERSION, AgentState, StateStorage
@@ -48,20 +48,19 @@ def _sql(db, *statements: str, params: tuple = ()) -> list[tuple]:
 
 
 def _audit(db) -> None:
-    """Record every message row the store inserts, deletes or updates (via triggers)."""
-    _sql(db, "CREATE TABLE audit (op TEXT, idx INTEGER)",
-         "CREATE TRIGGER audit_insert AFTER INSERT ON messages "
-         "BEGIN INSERT INTO audit VALUES ('insert', NEW.idx); END",
-         "CREATE TRIGGER audit_delete AFTER DELETE ON messages "
-         "BEGIN INSERT INTO audit VALUES ('delete', OLD.idx); END",
-         "CREATE TRIGGER audit_update AFTER UPDATE ON messages "
-         "BEGIN INSERT INTO audit VALUES ('update', OLD.idx); END")
+    """Record every message and usage row the store inserts, deletes or updates (via triggers)."""
+    statements = ["CREATE TABLE audit (tbl TEXT, op TEXT, idx INTEGER)"]
+    for table in ("messages", "usages"):
+        for op, row in (("insert", "NEW"), ("delete", "OLD"), ("update", "OLD")):
+            statements.append(f"CREATE TRIGGER audit_{table}_{op} AFTER {op.upper()} ON {table} "
+                              f"BEGIN INSERT INTO audit VALUES ('{table}', '{op}', {row}.idx); END")
+    _sql(db, *statements)
 
 
-def _audited(db) -> list[tuple[str, int]]:
-    """The message rows written since the last call."""
-    rows = _sql(db, "SELECT op, idx FROM audit ORDER BY rowid")
-    _sql(db, "DELETE FROM audit")
+def _audited(db, table: str = "messages") -> list[tuple[str, int]]:
+    """The rows of ``table`` written since the last call for it."""
+    rows = _sql(db, "SELECT op, idx FROM audit WHERE tbl = ? ORDER BY rowid", params=(table,))
+    _sql(db, "DELETE FROM audit WHERE tbl = ?", params=(table,))
     return rows
 
 
@@ -136,6 +135,21 @@ async def test_a_save_after_one_appended_message_writes_exactly_one_message_row(
     await store.save(again)
     assert _audited(db) == []
     assert await store.load("demo") == again
+
+
+async def test_a_save_after_one_model_call_writes_one_message_and_one_usage_row(store, db, full_state):
+    await store.save(full_state)
+    _audit(db)
+    n, k = len(full_state.history), len(full_state.usages)
+
+    grown = full_state.model_copy(update={"history": full_state.history + _messages("answer"),
+                                          "usages": full_state.usages + (Usage(input_tokens=4),)})
+    await store.save(grown)
+
+    assert _audited(db, "messages") == [("insert", n)]
+    assert _audited(db, "usages") == [("insert", k)]
+    assert '"usages"' not in _sql(db, "SELECT header FROM sessions")[0][0]
+    assert await store.load("demo") == grown
 
 
 async def test_a_load_primes_the_next_save_to_append(db, full_state):
@@ -298,6 +312,8 @@ CORRUPTIONS = {
     "blob_body": "UPDATE messages SET body = x'00ff' WHERE idx = 0",
     "not_a_message": "UPDATE messages SET body = '{\"role\": 42}' WHERE idx = 1",
     "text_history_len": "UPDATE sessions SET history_len = 'eight'",
+    "missing_usage_row": "DELETE FROM usages WHERE idx = 0",
+    "bad_json_usage": "UPDATE usages SET body = '{\"input_tokens\": ' WHERE idx = 1",
     "header_of_another_session": "UPDATE sessions SET header = replace(header, '\"demo\"', '\"other\"')",
     "header_not_json": "UPDATE sessions SET header = 'garbage'",
 }
@@ -336,7 +352,7 @@ async def test_a_missing_row_is_named_in_the_error(db, full_state):
     with pytest.raises(ArkError) as info:
         await storage.load("demo")
     await storage.aclose()
-    assert "8 message rows, found 7" in info.value.message
+    assert "messages: expected 8 rows, found 7" in info.value.message
 
 
 async def test_mark_not_resumable_works_on_a_corrupt_session_and_keeps_its_rows(db, full_state):
