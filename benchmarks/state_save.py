@@ -2,7 +2,8 @@
 at most 1.5x), for each durable backend.
 
 A turn here is what the shared workload produces: one assistant message (20 text
-chunks joined, one ``add`` tool call) and its tool result. For N in (10, 1000) the
+chunks joined, one ``add`` tool call) and its tool result, plus the token usage a real
+provider reports for the model call (``AgentState.usages`` grows by one per turn). For N in (10, 1000) the
 script builds an ``AgentState`` holding N turns, then times, many times over:
 
 - ``to_json``: serialising that state whole (what a backend that rewrites the whole
@@ -41,6 +42,10 @@ TURN_COUNTS = (10, 1000)
 TARGET_RATIO = 1.5
 
 
+def _turn_usage(ark_domain, turn: int):
+    return ark_domain.Usage(input_tokens=200 + 60 * turn, output_tokens=40, cached_tokens=200)
+
+
 def _turn_messages(ark_domain, turn: int) -> tuple:
     call = ark_domain.ToolCall(id=f"call_{turn}", name="add", arguments_json=add_args_json(turn))
     text = "".join(chunk_text(turn, i) for i in range(CHUNKS))
@@ -73,8 +78,10 @@ async def measure_backend(storage, reps: int) -> dict:
         history: tuple = (domain.AgentMessage.user("Add 2 and 3, many times."),)
         for t in range(n):
             history += _turn_messages(domain, t)
-        states[n] = AgentState(session_id=f"bench-{n}", history=history, total_loop_count=n)
-        extras[n] = [_turn_messages(domain, n + r) for r in range(reps)]
+        usages = tuple(_turn_usage(domain, t) for t in range(n))
+        states[n] = AgentState(session_id=f"bench-{n}", history=history, usages=usages,
+                               total_loop_count=n)
+        extras[n] = [(_turn_messages(domain, n + r), _turn_usage(domain, n + r)) for r in range(reps)]
         await storage.save(states[n])  # warm the file / the database and its pages
         # A loop of its own: a 600 kB to_json just before each save would leave the
         # save running on cold CPU caches, charging it for work that is not its own.
@@ -90,7 +97,9 @@ async def measure_backend(storage, reps: int) -> dict:
             await storage.save(state)  # back to N turns, untimed
             c0 = time.process_time_ns()  # all threads: the write runs in a worker
             t0 = time.perf_counter_ns()
-            nxt = state.model_copy(update={"history": state.history + extras[n][r],
+            messages, usage = extras[n][r]
+            nxt = state.model_copy(update={"history": state.history + messages,
+                                           "usages": state.usages + (usage,),
                                            "total_loop_count": n + 1})
             await storage.save(nxt)
             append_save[n].append(time.perf_counter_ns() - t0)
