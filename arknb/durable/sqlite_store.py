@@ -1,4 +1,4 @@
-"""Agent state in an SQLite database: one row per session, one row per message.
+"""Agent state in an SQLite database: a row per session, a row per message and per usage.
 
 A session row holds the state's JSON without its two growing sequences, ``history``
 and ``usages``; every message and every usage is a row of its own. The runtime only
@@ -141,8 +141,8 @@ class SQLiteStateStorage:
 
     async def save(self, state: AgentState) -> None:
         """Save ``state`` in one transaction, writing only the messages and usages that
-        are new since this instance's last save or load of the session. A successful save clears a
-        not-resumable mark: the saved state itself now says whether it is resumable.
+        are new since this instance's last save or load of the session. A successful save
+        clears a not-resumable mark: the saved state itself now says whether it is resumable.
 
         Raises:
             ArkError: ``state_save_failed`` (storage) if the transaction fails; the
