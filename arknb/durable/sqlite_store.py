@@ -249,7 +249,7 @@ class SQLiteStateStorage:
             if header is None:  # only marked, never saved
                 return AgentState(session_id=session_id, not_resumable=True)
             bodies = []
-            for (_, table), length in zip(_SEQUENCES, lengths):
+            for (_, table), length in zip(_SEQUENCES, lengths, strict=True):
                 rows = conn.execute(f"SELECT idx, body FROM {table} WHERE session_id = ? ORDER BY idx",
                                     (session_id,)).fetchall()
                 bodies.append(self._check_rows(session_id, table, length, rows))
@@ -259,7 +259,7 @@ class SQLiteStateStorage:
         # writes files), parsed by from_json: migrations and version refusals are the
         # files' own. An empty sequence is left out: its default is the same.
         spliced = "".join(f',"{field}":[{",".join(items)}]'
-                          for field, items in zip(_FIELDS, bodies) if items)
+                          for field, items in zip(_FIELDS, bodies, strict=True) if items)
         state = AgentState.from_json(f"{header[:-1]}{spliced}}}",
                                      source=f"session {session_id!r} ({self._path})")
         if state.session_id != session_id:
@@ -270,7 +270,7 @@ class SQLiteStateStorage:
                 and loaded == known.sequences):
             # The rows are what this instance last wrote: hand out those very (immutable)
             # items, so a save continuing from either the loaded or the saved state appends.
-            state = state.model_copy(update=dict(zip(_FIELDS, known.sequences)))
+            state = state.model_copy(update=dict(zip(_FIELDS, known.sequences, strict=True)))
         else:
             self._written[session_id] = _Written(loaded, writer, version)  # the next save appends
         return state.model_copy(update={"not_resumable": True}) if marked else state
@@ -301,7 +301,7 @@ class SQLiteStateStorage:
                 written: tuple = known.sequences
             else:
                 written = (None,) * len(_SEQUENCES)
-            for (_, table), items, before in zip(_SEQUENCES, sequences, written):
+            for (_, table), items, before in zip(_SEQUENCES, sequences, written, strict=True):
                 _write_rows(conn, table, session_id, items, before)
             conn.execute(_WRITE_SESSION, (session_id, state.model_dump_json(exclude=set(_FIELDS)),
                                           *map(len, sequences), self._token, version, time.time()))
@@ -375,4 +375,4 @@ def _kept_rows(items: tuple[Any, ...], written: tuple[Any, ...]) -> int:
     n = min(len(items), len(written))
     if items[:n] == written[:n]:
         return n
-    return next(i for i, (a, b) in enumerate(zip(items, written)) if a is not b and a != b)
+    return next(i for i, (a, b) in enumerate(zip(items, written, strict=False)) if a is not b and a != b)
