@@ -20,7 +20,6 @@ The database layout lives in :mod:`arknb.durable._database`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import os
@@ -28,12 +27,12 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
+from arknb.domain.threads import WorkerThreads
 from arknb.state import AgentState, validate_session_id
 
 from ._database import is_damaged, open_database, transaction
@@ -105,7 +104,8 @@ class SQLiteStateStorage:
             raise invalid_argument(self._directory_message())
         self._token = uuid.uuid4().hex
         self._save_numbers = itertools.count(1)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arknb-sqlite")
+        # One thread owns the connection; it also serialises every write.
+        self._worker = WorkerThreads(max_workers=1, name="arknb-sqlite")
         self._closed = False
         # Touched only in the worker thread:
         self._conn: sqlite3.Connection | None = None
@@ -186,17 +186,15 @@ class SQLiteStateStorage:
         if self._closed:
             return
         self._closed = True
-        self._executor.submit(self._close_connection)
-        self._executor.shutdown(wait=True)
+        self._worker.stop(self._close_connection, wait=True)
 
     async def aclose(self) -> None:
         """:meth:`close` without blocking the event loop."""
         if self._closed:
             return
         self._closed = True
-        done = self._executor.submit(self._close_connection)
-        self._executor.shutdown(wait=False)
-        await asyncio.wrap_future(done)
+        await self._worker.run(self._close_connection)
+        self._worker.stop()
 
     def __repr__(self) -> str:
         return f"SQLiteStateStorage({str(self._path)!r}{', closed' if self._closed else ''})"
@@ -207,8 +205,7 @@ class SQLiteStateStorage:
         if self._closed:
             raise ArkError(ErrorLayer.STORAGE, code,
                            f"{action}: {self!r} is closed; open a new store on the file to go on")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._guarded, code, action, work, args)
+        return await self._worker.run(self._guarded, code, action, work, args)
 
     def _guarded(self, code: ErrorCode, action: str, work: Callable[..., _T], args: tuple) -> _T:
         try:

@@ -18,7 +18,7 @@ from arknb.domain import (
 
 from ._docstring import parse_docstring
 from ._schema import build_argument_spec
-from ._threads import run_blocking
+from arknb.domain.threads import run_blocking
 from .context import ToolContext
 
 __all__ = ["Tool", "tool"]

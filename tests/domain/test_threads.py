@@ -1,4 +1,4 @@
-"""The worker threads that run sync tools (arknb.tools._threads)."""
+"""WorkerThreads: the threads that run blocking calls (sync tools, storage I/O)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import threading
 
 import pytest
 
-from arknb.tools import _threads
-from arknb.tools._threads import run_blocking
+from arknb.domain.threads import WorkerThreads, run_blocking
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
 
@@ -41,21 +40,52 @@ async def test_blocking_calls_run_concurrently():
     assert sorted(results) == [0, 1, 2]
 
 
-async def test_more_calls_than_threads_all_complete(monkeypatch):
-    monkeypatch.setattr(_threads, "MAX_WORKERS", 2)
-    pool = _threads._WorkerPool()
-    monkeypatch.setattr(_threads, "_POOL", pool)
+async def test_more_calls_than_threads_all_complete():
+    workers = WorkerThreads(max_workers=2, name="test")
     release = threading.Event()
 
     def wait_then(n: int) -> int:
         assert release.wait(timeout=5)
         return n
 
-    calls = [asyncio.ensure_future(run_blocking(wait_then, n)) for n in range(6)]
+    calls = [asyncio.ensure_future(workers.run(wait_then, n)) for n in range(6)]
     await asyncio.sleep(0)
-    assert pool._threads == 2  # the other four wait in the queue for a free thread
+    assert workers.thread_count == 2  # the other four wait in the queue for a free thread
     release.set()
     assert await asyncio.gather(*calls) == list(range(6))
+    workers.stop(wait=True)
+
+
+async def test_one_worker_runs_every_call_on_the_same_thread_in_order():
+    workers = WorkerThreads(max_workers=1, name="owner")
+    seen: list[tuple[int, int]] = []
+    await asyncio.gather(*(workers.run(lambda n=n: seen.append((n, threading.get_ident()))) for n in range(5)))
+    assert [n for n, _ in seen] == list(range(5))
+    assert len({ident for _, ident in seen}) == 1
+    workers.stop(wait=True)
+
+
+async def test_stop_runs_the_last_call_after_the_queued_ones_then_refuses_new_calls():
+    workers = WorkerThreads(max_workers=1, name="closing")
+    order: list[str] = []
+    release = threading.Event()
+    queued = [asyncio.ensure_future(workers.run(release.wait, 5)),
+              asyncio.ensure_future(workers.run(order.append, "queued"))]
+    await asyncio.sleep(0)
+    workers.stop(lambda: order.append("last"))
+    release.set()
+    await asyncio.gather(*queued)
+    await asyncio.to_thread(workers._threads[0].join, 5)
+    assert order == ["queued", "last"]
+    assert not workers._threads[0].is_alive()
+    with pytest.raises(RuntimeError, match="stopped"):
+        await workers.run(order.append, "too late")
+
+
+def test_max_workers_must_be_a_positive_int():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_workers"):
+            WorkerThreads(max_workers=bad)
 
 
 async def test_cancelling_the_wait_leaves_the_thread_to_finish_quietly():
@@ -80,3 +110,15 @@ async def test_cancelling_the_wait_leaves_the_thread_to_finish_quietly():
     # The late result is handed to the loop and dropped there: nothing is reported.
     await run_blocking(lambda: None)  # a later call on the same threads still works
     assert problems == []
+
+
+async def test_the_threads_of_a_pool_nobody_references_exit():
+    import gc
+
+    workers = WorkerThreads(max_workers=1, name="forgotten")
+    await workers.run(lambda: None)
+    thread = workers._threads[0]
+    del workers
+    gc.collect()
+    await asyncio.to_thread(thread.join, 5)
+    assert not thread.is_alive()
