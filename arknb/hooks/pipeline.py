@@ -199,8 +199,14 @@ class HookPipeline:
 
     async def on_model_chunk(self, ctx: ModelChunkHookContext) -> ModelChunkHookResult:
         """Rewrite, drop, hold back or abort one streamed chunk."""
+        outcome = await self.filter_chunk(ctx)
+        return ModelChunkHookResult._trusted_proceed(ctx.text, ctx.reasoning) if outcome is None else outcome
+
+    async def filter_chunk(self, ctx: ModelChunkHookContext) -> ModelChunkHookResult | None:
+        """:meth:`on_model_chunk` for the stream collector, which calls it once per chunk:
+        ``None`` when every hook let the chunk through unchanged, so no result is built."""
         text, reasoning = ctx.text, ctx.reasoning
-        current = ctx  # copied only when a hook rewrites: this slot runs once per chunk
+        current = ctx  # copied only when a hook rewrites
         for entry in self.registry.for_slot(HookSlot.ON_MODEL_CHUNK):
             result = self._call_direct(entry, HookSlot.ON_MODEL_CHUNK, current)
             if result is _ASYNC or result.__class__ is _Started:
@@ -227,6 +233,8 @@ class HookPipeline:
                                {"text": new_text, "reasoning": new_reasoning}, index=ctx.index)
                 text, reasoning = new_text, new_reasoning
                 current = ctx.copy_with(text=text, reasoning=reasoning)
+        if current is ctx:
+            return None
         return ModelChunkHookResult._trusted_proceed(text, reasoning)
 
     async def after_model_call(self, ctx: ModelResponseHookContext) -> ModelResponseHookResult:

@@ -130,17 +130,21 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                     continue
                 text = held_text + (event.text if is_text else "")
                 reasoning = held_reasoning + ("" if is_text else event.text)
-                decision = await pipeline.on_model_chunk(new_chunk_context(
+                decision = await pipeline.filter_chunk(new_chunk_context(
                     rt.session_id, ctx.run_id, rt.state, text, reasoning, index, False, ctx.turn))
-                action = decision.action
-                if action is ModelChunkAction.ABORT:
-                    raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
-                if action is ModelChunkAction.HOLD:
-                    held_text, held_reasoning = text, reasoning
-                    continue
                 held_text = held_reasoning = ""
-                if action is ModelChunkAction.PROCEED:
-                    _deliver(rt, decision.text or "", decision.reasoning or "", index, out_text, out_reasoning)
+                if decision is not None:  # a hook changed something
+                    action = decision.action
+                    if action is ModelChunkAction.ABORT:
+                        raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
+                    if action is ModelChunkAction.HOLD:
+                        held_text, held_reasoning = text, reasoning
+                        continue
+                    if action is ModelChunkAction.DROP:
+                        index += 1
+                        continue
+                    text, reasoning = decision.text or "", decision.reasoning or ""
+                _deliver(rt, text, reasoning, index, out_text, out_reasoning)
                 index += 1
             elif kind == "model_complete":
                 complete = event.response
@@ -176,9 +180,12 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
 
 
 def _deliver(rt: AgentRuntime, text: str, reasoning: str, index: int, out_text: list, out_reasoning: list) -> None:
+    listening = rt.bus.has_listeners(EventTypes.LLM_CHUNK)
     if reasoning:
         out_reasoning.append(reasoning)
-        rt._emit(EventTypes.LLM_CHUNK, {"kind": "reasoning", "text": reasoning, "index": index})
+        if listening:
+            rt._publish(EventTypes.LLM_CHUNK, {"kind": "reasoning", "text": reasoning, "index": index})
     if text:
         out_text.append(text)
-        rt._emit(EventTypes.LLM_CHUNK, {"kind": "text", "text": text, "index": index})
+        if listening:
+            rt._publish(EventTypes.LLM_CHUNK, {"kind": "text", "text": text, "index": index})
