@@ -375,3 +375,22 @@ async def test_hold_on_final_flush_is_ignored_so_text_is_never_lost():
     _, pipeline, _ = make([("holder", HookSlot.ON_MODEL_CHUNK, lambda ctx: ModelChunkHookResult.hold())])
     result = await pipeline.on_model_chunk(ModelChunkHookContext(**BASE, text="tail", final=True))
     assert (result.action, result.text) == ("proceed", "tail")
+
+
+async def test_filter_chunk_is_none_when_no_hook_changed_the_chunk_and_the_result_otherwise():
+    _, pipeline, _ = make([
+        ("watch", HookSlot.ON_MODEL_CHUNK, lambda ctx: None),
+        ("same", HookSlot.ON_MODEL_CHUNK, lambda ctx: ModelChunkHookResult.proceed(ctx.text)),
+    ])
+    ctx = ModelChunkHookContext(**BASE, text="abc")
+    assert await pipeline.filter_chunk(ctx) is None
+    assert (await pipeline.on_model_chunk(ctx)).text == "abc"
+
+    _, rewriting, _ = make([("upper", HookSlot.ON_MODEL_CHUNK,
+                             lambda ctx: ModelChunkHookResult.proceed(ctx.text.upper()))])
+    rewritten = await rewriting.filter_chunk(ctx)
+    assert (rewritten.action, rewritten.text) == ("proceed", "ABC")
+
+    _, dropping, _ = make([("drop", HookSlot.ON_MODEL_CHUNK, lambda ctx: ModelChunkHookResult.drop("no"))])
+    dropped = await dropping.filter_chunk(ctx)
+    assert (dropped.action, dropped.hook) == ("drop", "drop")
