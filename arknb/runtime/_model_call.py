@@ -112,6 +112,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     out_text: list[str] = []
     out_reasoning: list[str] = []
     held_text = held_reasoning = ""
+    changed = False  # did any chunk hook hold, drop or rewrite anything in this turn?
     index = 0
     complete: ModelResponse | None = None
     stream = rt.model.stream(request, cancel=ctx.cancel)
@@ -134,6 +135,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                     rt.session_id, ctx.run_id, rt.state, text, reasoning, index, False, ctx.turn))
                 held_text = held_reasoning = ""
                 if decision is not None:  # a hook changed something
+                    changed = True
                     action = decision.action
                     if action is ModelChunkAction.ABORT:
                         raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
@@ -168,7 +170,8 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     if complete is None:
         raise ArkError(ErrorLayer.PROVIDER, ErrorCode.PROVIDER_STREAM_INCOMPLETE,
                        "the model stream ended without model_complete; its partial output was not kept")
-    if not hooked:
+    if not changed:
+        # Every chunk went through as the model sent it: the history text is the raw text.
         return complete, "".join(raw_text), "".join(raw_reasoning)
     text = "".join(out_text)
     reasoning = "".join(out_reasoning)
