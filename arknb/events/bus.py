@@ -93,23 +93,31 @@ class EventBus:
         """
         if self._closed:
             return
-        specific = self._by_type.get(event.type, ())
-        wildcard = self._by_type.get("*", ())
-        for entry in specific:
-            self._deliver(entry, event)
-        for entry in wildcard:
-            self._deliver(entry, event)
+        by_type = self._by_type
+        specific = by_type.get(event.type)
+        entries = by_type.get("*", ()) if specific is None else specific + by_type.get("*", ())
+        for entry in entries:
+            try:
+                outcome = entry.listener(event)
+            except Exception:
+                self._listener_failed(event)
+                continue
+            if outcome is not None:
+                self._schedule(outcome, event)
 
-    def _deliver(self, entry: _Entry, event: AgentEvent) -> None:
+    def _schedule(self, outcome: Any, event: AgentEvent) -> None:
+        """Run what an async listener returned as a task (never awaited by the publisher)."""
         try:
-            outcome = entry.listener(event)
-            if outcome is not None and inspect.isawaitable(outcome):
+            if inspect.isawaitable(outcome):
                 task = asyncio.ensure_future(outcome)
                 self._pending.add(task)
                 task.add_done_callback(self._async_done)
-        except Exception:
-            self.listener_errors += 1
-            _log.debug("event listener raised on %s", event.type, exc_info=True)
+        except Exception:  # e.g. no running loop
+            self._listener_failed(event)
+
+    def _listener_failed(self, event: AgentEvent) -> None:
+        self.listener_errors += 1
+        _log.debug("event listener raised on %s", event.type, exc_info=True)
 
     def _async_done(self, task: asyncio.Task) -> None:
         self._pending.discard(task)
