@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
 from arknb.domain.threads import WorkerThreads
 from arknb.state import AgentState, validate_session_id
+from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
 from ._database import is_damaged, open_database, transaction
 
@@ -43,8 +44,8 @@ _T = TypeVar("_T")
 
 # The state's append-only sequences, each stored a row per item: (AgentState field,
 # its table). The sessions row counts each table's rows in history_len and usages_len.
-_SEQUENCES = (("history", "messages"), ("usages", "usages"))
-_FIELDS = tuple(field for field, _ in _SEQUENCES)
+_TABLES = {"history": "messages", "usages": "usages"}
+_SEQUENCES = tuple((field, _TABLES[field]) for field in APPEND_ONLY_FIELDS)
 
 _READ_SESSION = ("SELECT header, not_resumable, writer, version, history_len, usages_len "
                  "FROM sessions WHERE session_id = ?")
@@ -252,22 +253,21 @@ class SQLiteStateStorage:
                 bodies.append(self._check_rows(session_id, table, length, rows))
         if not isinstance(header, str):
             raise self._corrupt(session_id, f"its header is {type(header).__name__}, not text")
-        # The header with the sequences spliced in (as _encoding.IncrementalStateEncoder
-        # writes files), parsed by from_json: migrations and version refusals are the
+        # The header with the sequences spliced in (as the file store writes its
+        # documents), parsed by from_json: migrations and version refusals are the
         # files' own. An empty sequence is left out: its default is the same.
-        spliced = "".join(f',"{field}":[{",".join(items)}]'
-                          for field, items in zip(_FIELDS, bodies, strict=True) if items)
-        state = AgentState.from_json(f"{header[:-1]}{spliced}}}",
-                                     source=f"session {session_id!r} ({self._path})")
+        present = [(field, items) for field, items in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if items]
+        document = splice(header, present)
+        state = AgentState.from_json(document, source=f"session {session_id!r} ({self._path})")
         if state.session_id != session_id:
             raise self._corrupt(session_id, f"the row holds session {state.session_id!r}")
-        loaded = tuple(getattr(state, field) for field in _FIELDS)
+        loaded = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
         known = self._written.get(session_id)
         if (known is not None and known.matches((writer, version, *lengths))
                 and loaded == known.sequences):
             # The rows are what this instance last wrote: hand out those very (immutable)
             # items, so a save continuing from either the loaded or the saved state appends.
-            state = state.model_copy(update=dict(zip(_FIELDS, known.sequences, strict=True)))
+            state = state.model_copy(update=dict(zip(APPEND_ONLY_FIELDS, known.sequences, strict=True)))
         else:
             self._written[session_id] = _Written(loaded, writer, version)  # the next save appends
         return state.model_copy(update={"not_resumable": True}) if marked else state
@@ -286,7 +286,7 @@ class SQLiteStateStorage:
 
     def _save(self, state: AgentState) -> None:
         session_id = state.session_id
-        sequences = tuple(getattr(state, field) for field in _FIELDS)
+        sequences = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
         conn = self._connection(create=True)
         known = self._written.get(session_id)
         version = next(self._save_numbers)
@@ -300,7 +300,7 @@ class SQLiteStateStorage:
                 written = (None,) * len(_SEQUENCES)
             for (_, table), items, before in zip(_SEQUENCES, sequences, written, strict=True):
                 _write_rows(conn, table, session_id, items, before)
-            conn.execute(_WRITE_SESSION, (session_id, state.model_dump_json(exclude=set(_FIELDS)),
+            conn.execute(_WRITE_SESSION, (session_id, header_json(state),
                                           *map(len, sequences), self._token, version, time.time()))
         self._written[session_id] = _Written(sequences, self._token, version)
 

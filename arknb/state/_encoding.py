@@ -5,18 +5,33 @@ dearer than one at turn 10. The runtime's ``history`` and ``usages`` are append-
 tuples of immutable values, so the JSON of an item never changes: this encoder keeps
 each item's JSON and re-encodes only the new items and the small rest of the state.
 The document it writes parses to exactly the same ``AgentState`` as ``to_json()``.
+
+The SQLite store (:mod:`arknb.durable.sqlite_store`) keeps the same split, a header
+plus one row per item, and rebuilds documents with :func:`splice`.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from .agent_state import AgentState
 
-__all__ = ["AppendOnlyFragments", "IncrementalStateEncoder"]
+__all__ = ["APPEND_ONLY_FIELDS", "AppendOnlyFragments", "IncrementalStateEncoder", "header_json", "splice"]
 
-_GROWING = ("history", "usages")
+APPEND_ONLY_FIELDS = ("history", "usages")
+"""The ``AgentState`` fields the runtime only appends to, each a tuple of immutable items."""
+
+
+def header_json(state: AgentState) -> str:
+    """The state's JSON object without its :data:`APPEND_ONLY_FIELDS`."""
+    return state.model_dump_json(exclude=set(APPEND_ONLY_FIELDS))
+
+
+def splice(header: str, arrays: Iterable[tuple[str, Sequence[str]]]) -> str:
+    """A :func:`header_json` object with each ``(field, item JSON texts)`` added back as
+    a JSON array."""
+    return header[:-1] + "".join(f',"{field}":[{",".join(items)}]' for field, items in arrays) + "}"
 
 
 class AppendOnlyFragments:
@@ -46,23 +61,17 @@ class AppendOnlyFragments:
             self.fragments.append(value.model_dump_json())
         return kept
 
-    def joined(self) -> str:
-        """The JSON array of all items."""
-        return f"[{','.join(self.fragments)}]"
-
 
 class IncrementalStateEncoder:
     """Encodes successive states of one session, reusing the JSON of unchanged items."""
 
-    __slots__ = ("_history", "_usages")
+    __slots__ = ("_fields",)
 
     def __init__(self) -> None:
-        self._history = AppendOnlyFragments()
-        self._usages = AppendOnlyFragments()
+        self._fields = {field: AppendOnlyFragments() for field in APPEND_ONLY_FIELDS}
 
     def encode(self, state: AgentState) -> str:
-        self._history.update(state.history)
-        self._usages.update(state.usages)
-        head = state.model_dump_json(exclude=set(_GROWING))
-        return (f'{head[:-1]},"usages":{self._usages.joined()},'
-                f'"history":{self._history.joined()}}}')
+        for field, fragments in self._fields.items():
+            fragments.update(getattr(state, field))
+        return splice(header_json(state), ((field, fragments.fragments)
+                                           for field, fragments in self._fields.items()))

@@ -60,7 +60,7 @@ def test_usages_are_encoded_incrementally_and_round_trip() -> None:
         usages = usages + (Usage(input_tokens=i, output_tokens=2 * i),)
         state = AgentState(session_id="s", usages=usages)
         assert AgentState.from_json(encoder.encode(state)) == state
-    assert encoder._usages.items == list(usages)
+    assert encoder._fields["usages"].items == list(usages)
     replaced = AgentState(session_id="s", usages=(Usage(input_tokens=9),))
     assert AgentState.from_json(encoder.encode(replaced)) == replaced
 
@@ -74,4 +74,4 @@ def test_only_new_items_are_encoded() -> None:
     assert fragments.update(first + (AgentMessage.user("c"),)) == 2
     # An equal but different object counts as changed: identity, not equality.
     assert fragments.update((first[0], AgentMessage.user("b"))) == 1
-    assert fragments.joined() == '[' + ','.join(m.model_dump_json() for m in (first[0], AgentMessage.user("b"))) + ']'
+    assert fragments.fragments == [m.model_dump_json() for m in (first[0], AgentMessage.user("b"))]
