@@ -35,12 +35,13 @@ class EventChannel(Generic[T]):
 
     def put(self, item: T) -> None:
         self.buffer.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._wake()
 
     def close(self) -> None:
         self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
