@@ -14,12 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..domain import invalid_argument
+from ..domain.threads import run_blocking
 from .spi import OBSERVER_SLOTS, AgentHook, HookSlot
 
 __all__ = ["HookEntry", "HookRegistry"]
@@ -60,10 +60,10 @@ def _check_options(name: Any, order: Any, fail_closed: Any, timeout: Any) -> Non
 
 
 def _threaded(fn: Callable[[Any], Any]) -> SlotCallable:
-    """A sync function as ``async (ctx) -> result`` run in a worker thread: a timeout can
-    only be enforced on sync code that runs off the loop."""
+    """A sync function as ``async (ctx) -> result`` run on arknb's worker threads: a
+    timeout can only be enforced on sync code that runs off the loop."""
     async def threaded(ctx: Any) -> Any:
-        return await asyncio.to_thread(fn, ctx)
+        return await run_blocking(fn, ctx)
     return threaded
 
 
