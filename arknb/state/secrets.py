@@ -14,6 +14,7 @@ from typing import Iterable
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 
+from ._encoding import header_json
 from .agent_state import AgentState
 
 __all__ = ["SecretLint"]
@@ -107,8 +108,9 @@ class SecretLint:
         else:
             new = state.history[history_from:]
             parts = [m.model_dump_json() for m in new]
-            # usages hold token counts only, and grow by one per model call.
-            parts.append(state.model_dump_json(exclude={"history", "usages"}))
+            # The rest of the state, without the append-only fields: history's new messages
+            # are above, and usages hold token counts only (one more per model call).
+            parts.append(header_json(state))
             if not any(self.scan(part) for part in parts):
                 return
         # Slow path, only on failure: find which part of the state holds each finding.
