@@ -1,4 +1,4 @@
-"""Worker threads for blocking calls: sync tools and storage I/O.
+"""Worker threads for blocking calls: sync tools, sync hooks with a timeout, SQLite I/O.
 
 A blocking call must never stall the kernel's event loop (the widgets would freeze),
 so it runs on a worker thread. ``asyncio.to_thread`` and ``run_in_executor`` do that
