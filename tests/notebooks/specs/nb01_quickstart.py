@@ -1,0 +1,137 @@
+"""Notebook 01_quickstart.ipynb: its cells, in order."""
+
+from __future__ import annotations
+
+from ._cells import code, md
+
+NAME = "01_quickstart.ipynb"
+
+CELLS = [
+    md("""
+# 01 · Quickstart: an agent with tools in a chat
+
+This notebook builds a small agent and talks to it in a chat widget. It needs no API
+key: `ark.ScriptedModel` plays a script of model answers, so every run is the same
+and works offline. Notebook `05_real_models` swaps in a real model.
+
+What you will see:
+
+1. tools from plain typed functions (`@ark.tool`),
+2. a run awaited in a cell (`await runtime.run(...)`),
+3. the same runtime in a `ChatWidget`, streaming as it runs,
+4. the events every run publishes.
+"""),
+    code("""
+import arknb as ark
+"""),
+    md("""
+## Tools
+
+`@ark.tool` reads the name, the docstring and the JSON Schema of the arguments from
+the function itself. The model only ever sees that schema; the runtime validates the
+arguments before it calls your function.
+"""),
+    code("""
+@ark.tool
+def add(a: int, b: int) -> int:
+    \"\"\"Add two integers.\"\"\"
+    return a + b
+
+
+@ark.tool
+def multiply(a: int, b: int) -> int:
+    \"\"\"Multiply two integers.\"\"\"
+    return a * b
+
+
+print(add.name, "-", add.description)
+print(sorted(add.parameters["properties"]))
+"""),
+    md("""
+## A scripted model
+
+Each `ScriptedTurn` is one model answer: text (a string, or a list of streamed
+chunks) and optionally tool calls. The first turn asks for `add`; after the runtime
+runs the tool and sends its result back, the second turn answers.
+The remaining turns are there for the chat widget below.
+"""),
+    code("""
+model = ark.ScriptedModel([
+    # run 1: "What is 1 + 2?"
+    ark.ScriptedTurn(text=["Let me ", "add that."],
+                     tool_calls=[ark.ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')]),
+    ark.ScriptedTurn(text=["1 + 2 ", "is ", "**3**."]),
+    # run 2, started from the chat or the cell below: "And 6 times 7?"
+    ark.ScriptedTurn(text="I will multiply.",
+                     tool_calls=[ark.ToolCall(id="c2", name="multiply", arguments_json='{"a": 6, "b": 7}')]),
+    ark.ScriptedTurn(text=["6 × 7 ", "= **42**. ", "That was the ", "last scripted ", "answer."],
+                     chunk_delay=0.05),
+    # anything typed into the chat after that
+    *["(scripted) I only know a script. Notebook 05 shows how to plug in a real model."] * 5,
+])
+
+runtime = ark.AgentRuntime(model, tools=[add, multiply], system_prompt="Be brief.")
+"""),
+    md("""
+## Run it in a cell
+
+`await runtime.run(...)` runs the agent loop to the end and returns an
+`AgentRunResult`.
+"""),
+    code("""
+result = await runtime.run("What is 1 + 2?")
+print("stop_reason:", result.stop_reason)
+print("final text: ", result.final_message.text)
+print("turns:      ", result.turns)
+"""),
+    md("""
+The conversation is in `runtime.state.history`: the user's question, the assistant's
+tool call, the tool's result and the answer.
+"""),
+    code("""
+for message in runtime.state.history:
+    calls = [f"{c.name}({c.arguments})" for c in message.tool_calls]
+    print(f"{message.role:<9} {message.text!r} {' '.join(calls)}")
+"""),
+    md("""
+## The same runtime in a chat
+
+The widget shows the history so far. Type into its box and press Enter: the widget
+calls `runtime.start(...)`, which runs the agent as a background task, so the cell
+has already returned and the chat (and its **Stop** button) stays live.
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+chat = ark.ChatWidget(runtime)
+chat
+"""),
+    md("""
+You can also start a run from code. `runtime.start` returns at once with a
+`RunHandle`; watch the answer stream into the chat above, then await the handle.
+"""),
+    code("""
+handle = runtime.start("And 6 times 7?")
+result = await handle
+print("stop_reason:", result.stop_reason)
+print("final text: ", result.final_message.text)
+"""),
+    md("""
+## Events
+
+Every step of a run is published on `runtime.bus` as an `AgentEvent`. Listeners
+only observe (hooks, in notebook 02, can change a run). Subscribe with the
+`ark.EventTypes` constants, never with bare strings.
+"""),
+    code("""
+seen = []
+unsubscribe = runtime.bus.subscribe(ark.EventTypes.ANY, lambda event: seen.append(event.type))
+result = await runtime.run("Thanks!")
+unsubscribe()
+print(result.final_message.text)
+print(seen)
+"""),
+    md("""
+Next: notebook 02 changes runs with hooks, 03 puts a human in the loop with
+approvals, 04 inspects a trace, 05 uses a real model.
+"""),
+]

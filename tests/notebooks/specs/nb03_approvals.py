@@ -1,0 +1,194 @@
+"""Notebook 03_approvals.ipynb: its cells, in order."""
+
+from __future__ import annotations
+
+from ._cells import code, md
+
+NAME = "03_approvals.ipynb"
+
+CELLS = [
+    md("""
+# 03 · Approvals: a human decides before a dangerous tool runs
+
+A tool marked `risk="dangerous"` never runs on the model's say-so. The run pauses,
+saves its state, and shows an approval card in the chat; it goes on when you click
+**Approve** or **Deny** (or decide in code through `runtime.controller`).
+Because the pause is saved, it survives a kernel restart: the last part of this
+notebook restores the session into a new runtime and decides there.
+"""),
+    code("""
+import tempfile
+from pathlib import Path
+
+import arknb as ark
+
+
+@ark.tool(risk="dangerous")
+def clear_cache(path: str) -> str:
+    \"\"\"Delete every file under a cache folder.\"\"\"
+    return f"cleared {path}"
+
+
+@ark.tool
+def cache_size(path: str) -> str:
+    \"\"\"Report the size of a cache folder.\"\"\"
+    return f"{path}: 120 MB"
+
+
+TOOLS = [clear_cache, cache_size]
+SESSION = "approvals-demo"
+STATE_DIR = Path(tempfile.mkdtemp(prefix="arknb-approvals-"))  # in real use: a folder you keep
+storage = ark.FileStateStorage(STATE_DIR)
+
+
+def clear(call_id, path):
+    return ark.ToolCall(id=call_id, name="clear_cache", arguments_json=f'{{"path": "{path}"}}')
+
+
+model = ark.ScriptedModel([
+    # run 1: approved
+    ark.ScriptedTurn(text="The cache is 120 MB; I will clear it.", tool_calls=[clear("c1", "/tmp/cache")]),
+    ark.ScriptedTurn(text="Done: /tmp/cache is cleared."),
+    # run 2: denied
+    ark.ScriptedTurn(text="I will clear the logs too.", tool_calls=[clear("c2", "/var/log/app")]),
+    ark.ScriptedTurn(text="Understood, I left /var/log/app alone."),
+    # run 3: paused, then decided after a "restart"
+    ark.ScriptedTurn(text="Clearing the build cache.", tool_calls=[clear("c3", "/tmp/build")]),
+])
+runtime = ark.AgentRuntime(model, tools=TOOLS, storage=storage, session_id=SESSION)
+"""),
+    md("""
+## The chat, and a run that needs approval
+
+`runtime.start` runs in the background, so the chat's buttons work while the run
+waits. An approval card appears in the chat: click **Approve**.
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+chat = ark.ChatWidget(runtime)
+chat
+"""),
+    code("""
+handle = runtime.start("Please clear the cache at /tmp/cache.")
+"""),
+    md("""
+The run ended its first part as `awaiting_approval`, with the pending batch saved.
+Running this notebook top to bottom without clicking? The cells below decide in code
+what the card's buttons decide.
+"""),
+    code("""
+result = await handle
+print("stop_reason:", result.stop_reason)
+pending = runtime.controller.list_pending_approvals()
+for item in pending:
+    print(item.tool_call.name, item.tool_call.arguments, item.risk_level, item.decision)
+"""),
+    code("""
+decision = await runtime.controller.approve(pending[0].approval_id)
+print("ok:", decision.ok, "| decision:", decision.decision, "| all decided:", decision.all_decided)
+
+# Deciding the last item continues the run in the background; wait for it here.
+result = await runtime.current_run
+print("stop_reason:", result.stop_reason)
+print("final text: ", result.final_message.text)
+"""),
+    md("""
+That batch is resolved and gone, so deciding it again is refused with a clear
+error, and nothing runs twice. (While a batch is still pending, deciding one of its
+items a second time is an idempotent success reporting the first decision.)
+"""),
+    code("""
+again = await runtime.controller.approve(pending[0].approval_id)
+print("ok:", again.ok, "| error:", again.error.code if again.error else None)
+print("model calls so far:", len(model.requests))
+"""),
+    md("""
+## Deny
+
+Denying sends the model an error result for that call (`tool_denied`), with your
+reason, and the run goes on.
+"""),
+    code("""
+handle = runtime.start("Clear /var/log/app as well.")
+"""),
+    code("""
+result = await handle
+pending = runtime.controller.list_pending_approvals()
+decision = await runtime.controller.deny(pending[0].approval_id, reason="logs are still needed")
+print("ok:", decision.ok, "| decision:", decision.decision)
+result = await runtime.current_run
+print("stop_reason:", result.stop_reason)
+print("final text: ", result.final_message.text)
+"""),
+    md("""
+What the model received for the denied call:
+"""),
+    code("""
+tool_message = model.requests[-1].messages[-1]
+print(tool_message.role, "|", tool_message.text)
+"""),
+    md("""
+## Restore after a kernel restart
+
+A pending approval is saved before the card appears. After a kernel restart your
+Python objects are gone, but the state in `STATE_DIR` is not: build a new runtime
+from it with `AgentRuntime.restore`, passing the model and tools again (they are
+code, never saved). The new runtime lists and decides the same approvals, and a
+`ChatWidget` on it shows the card again.
+
+Here a second runtime stands in for the restarted kernel. (After a real restart,
+re-run the first code cell to define `TOOLS`, `STATE_DIR` and a model.)
+"""),
+    code("""
+result = await runtime.run("And clear /tmp/build.")
+print("stop_reason:", result.stop_reason)
+del runtime  # what a restart does to the old objects
+"""),
+    code("""
+restored_model = ark.ScriptedModel(["Done: /tmp/build is cleared."])
+restored = await ark.AgentRuntime.restore(
+    SESSION, storage=ark.FileStateStorage(STATE_DIR), model=restored_model, tools=TOOLS
+)
+pending = restored.controller.list_pending_approvals()
+for item in pending:
+    print(item.tool_call.name, item.tool_call.arguments, item.decision)
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+ark.ChatWidget(restored)
+"""),
+    code("""
+decision = await restored.controller.approve(pending[0].approval_id)
+result = await restored.current_run
+print("stop_reason:", result.stop_reason)
+print("final text: ", result.final_message.text)
+"""),
+    md("""
+### The manual path
+
+The saved state is plain JSON you can read yourself: `storage.load(session_id)`
+returns the `AgentState`, whose `pending_approval` holds the batch (empty now that it
+has been decided), next to the full history.
+"""),
+    code("""
+state = await ark.FileStateStorage(STATE_DIR).load(SESSION)
+print("pending approval:", state.pending_approval)
+print("messages saved:  ", len(state.history))
+print("sessions:        ", await storage.list_sessions())
+"""),
+    md("""
+### Many sessions in one file
+
+`ark.SQLiteStateStorage(path)` keeps every session in one SQLite file and, on each
+save, writes only the messages that are new: a long session saves as fast as a
+short one. It is a drop-in replacement for `FileStateStorage` (same `load`, `save`,
+`list_sessions`); close it when you are done.
+"""),
+    code("""
+sqlite_storage = ark.SQLiteStateStorage(STATE_DIR / "sessions.sqlite3")
+await sqlite_storage.save(state)
+print("sessions:   ", await sqlite_storage.list_sessions())
+print("same state: ", await sqlite_storage.load(SESSION) == state)
+await sqlite_storage.aclose()
+"""),
+]
