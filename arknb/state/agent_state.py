@@ -47,6 +47,12 @@ class AgentState(BaseModel):
             keeps counting (an optional field added within schema version 2).
         loop_forgiven: signatures a human approved as intended repetition.
         updated_at: when this state was built (seconds since the epoch).
+        revision: the stored revision this state was loaded at or last saved as (0: never
+            saved). A save based on a revision that is no longer the stored one fails with
+            ``state_conflict`` and changes nothing (DESIGN §8).
+        extensions: one JSON-ready slice per runtime extension, keyed by the extension's
+            name (DESIGN §14); ``state.plan``, ``state.active_skills`` and
+            ``state.context_summaries`` read theirs.
 
     Example:
         >>> state = AgentState(session_id="demo")
@@ -73,6 +79,8 @@ class AgentState(BaseModel):
     loop_window: tuple[str, ...] = ()
     loop_forgiven: tuple[str, ...] = ()
     updated_at: float = 0.0
+    revision: int = Field(default=0, ge=0)
+    extensions: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def total_usage(self) -> Usage:

@@ -12,6 +12,10 @@ Version history:
 * 2 — adds ``pending_approval``, ``not_resumable``, ``current_run_id``,
   ``last_stop_reason``, ``event_sequence``; ``usage`` is renamed
   ``usages`` (seed 000 §8.2: the approval batch lives in schema version 2).
+* 3 — adds ``revision`` (the stored revision a state was read or saved at: saves are a
+  compare-and-swap on it, DESIGN §8) and ``extensions`` (one JSON slice per runtime
+  extension, DESIGN §14: the plan, active skills, context summaries, ...). A version 2
+  document has neither; it reads as revision 0 with no slices.
 """
 
 from __future__ import annotations
@@ -36,7 +40,14 @@ def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+def _v2_to_v3(doc: dict[str, Any]) -> dict[str, Any]:
+    # Both fields are new and have defaults: a v2 document lacks them (revision 0, no slices).
+    doc = dict(doc)
+    doc["schema_version"] = 3
+    return doc
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 """``MIGRATIONS[n]`` turns a version ``n`` document into a version ``n + 1`` document."""
 
 SCHEMA_VERSION: int = max(MIGRATIONS) + 1

@@ -399,7 +399,7 @@ async def test_a_newer_layout_is_refused_and_the_file_is_unchanged(db):
 
 async def test_a_newer_state_schema_in_the_header_is_refused(store, db):
     await store.save(AgentState(session_id="s"))
-    _sql(db, "UPDATE sessions SET header = replace(header, '\"schema_version\":2', '\"schema_version\":99')")
+    _sql(db, "UPDATE sessions SET header = replace(header, '\"schema_version\":3', '\"schema_version\":99')")
     with pytest.raises(ArkError) as info:
         await store.load("s")
     assert info.value.code == "state_version_unsupported" and str(db) in info.value.message

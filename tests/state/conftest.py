@@ -62,7 +62,8 @@ def make_full_state(session_id: str = "demo", **update) -> AgentState:
                                     make_item("a2", "c2").decide("denied", reason="no", at=150.0)),
         not_resumable=True, current_run_id="r1", last_stop_reason="awaiting_approval",
         event_sequence=42, loop_window=("add:{}", "add:{}"), loop_forgiven=("add:{}",),
-        updated_at=1234.5,
+        updated_at=1234.5, revision=3,
+        extensions={"plan": {"version": 1, "items": [{"content": "look", "status": "pending"}]}},
     )
     values.update(update)
     return AgentState(**values)

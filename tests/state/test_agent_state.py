@@ -28,7 +28,7 @@ def test_json_round_trip_of_a_state_with_every_field_set(full_state):
 def test_json_round_trip_of_a_default_state():
     state = AgentState(session_id="s")
     assert AgentState.from_json(state.to_json()) == state
-    assert state.schema_version == SCHEMA_VERSION == 2
+    assert state.schema_version == SCHEMA_VERSION == 3
 
 
 @pytest.mark.parametrize("value", [

@@ -41,6 +41,14 @@ def test_v1_document_migrates_to_the_current_version():
     assert state.last_stop_reason is None
 
 
+def test_v2_document_reads_as_revision_0_without_extension_slices():
+    doc = {"schema_version": 2, "session_id": "s", "history": [], "pending_approval": None,
+           "event_sequence": 5}
+    state = AgentState.from_json(json.dumps(doc), source="v2.json")
+    assert state.schema_version == SCHEMA_VERSION and state.event_sequence == 5
+    assert state.revision == 0 and state.extensions == {}
+
+
 def test_document_without_version_is_read_as_v1():
     doc = {k: v for k, v in V1_DOCUMENT.items() if k != "schema_version"}
     state = AgentState.from_json(json.dumps(doc))
