@@ -37,6 +37,18 @@ session_not_found                   storage      restore() of a session that was
 no_running_loop                     runtime      start() outside a running asyncio loop
 state_load_failed                   storage      a saved file could not be read (e.g. permissions)
 provider_stream_incomplete          provider     the model stream ended before it completed
+state_conflict                      storage      a save or decision based on a revision that is no longer current
+approval_already_resolved           runtime      a decision repeated after its batch resolved (carries the decision)
+state_save_timeout                  storage      a save did not finish within its time limit
+pending_plan_review_blocks_input    security     new input while a plan review is pending
+session_locked                      storage      another live owner holds the session's lease
+lease_lost                          storage      a commit from an owner whose lease was taken over
+bus_closed                          runtime      the invocation bus closed while a caller waited
+reentrant_operation_wait            runtime      an operation awaited its own result
+schema_unsupported                  config       no handler for a request's schema version
+operation_not_found                 storage      no operation with that id
+operation_not_in_doubt              storage      the operation is not waiting for a person
+store_version_unsupported           storage      a store's layout is from a newer arknb
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -109,6 +121,18 @@ class ErrorCode(StrEnum):
     NO_RUNNING_LOOP = "no_running_loop"
     STATE_LOAD_FAILED = "state_load_failed"
     PROVIDER_STREAM_INCOMPLETE = "provider_stream_incomplete"
+    STATE_CONFLICT = "state_conflict"
+    APPROVAL_ALREADY_RESOLVED = "approval_already_resolved"
+    STATE_SAVE_TIMEOUT = "state_save_timeout"
+    PENDING_PLAN_REVIEW_BLOCKS_INPUT = "pending_plan_review_blocks_input"
+    SESSION_LOCKED = "session_locked"
+    LEASE_LOST = "lease_lost"
+    BUS_CLOSED = "bus_closed"
+    REENTRANT_OPERATION_WAIT = "reentrant_operation_wait"
+    SCHEMA_UNSUPPORTED = "schema_unsupported"
+    OPERATION_NOT_FOUND = "operation_not_found"
+    OPERATION_NOT_IN_DOUBT = "operation_not_in_doubt"
+    STORE_VERSION_UNSUPPORTED = "store_version_unsupported"
 
 
 class ErrorInfo(BaseModel):

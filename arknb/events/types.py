@@ -39,10 +39,22 @@ class EventTypes:
     HOOK_DIAGNOSTIC = "hook.diagnostic"    # slot, hook, kind ("exception" | "timeout" | "invalid_result"), message
     STATE_PERSISTED = "state.persisted"    # reason, mandatory, skipped, ok, error
     TURN_COMPLETED = "turn.completed"      # turn, message, action
+    STATE_LOADED = "state.loaded"          # revision, messages, pending_approval (a saved session was loaded)
+    RUNTIME_DETACHED = "runtime.detached"  # reason ("replaced" | "closed" | "lease_lost"); the runtime no longer owns its session
+    SECRET_REDACTED = "secret.redacted"    # where, count (never the value)
+    PLAN_UPDATED = "plan.updated"          # plan (version, items)
+    PLAN_REVIEW_REQUIRED = "plan.review_required"  # batch_id, approval_id, plan
+    PLAN_REVIEW_RESOLVED = "plan.review_resolved"  # batch_id, approval_id, decision, reason
+    SKILL_ACTIVATED = "skill.activated"    # name, tools
+    CONTEXT_COMPRESSED = "context.compressed"  # before_tokens, after_tokens, replaced (start, end)
+    OPERATION_IN_DOUBT = "operation.in_doubt"  # operation_id, call, started_at, attempts
+    BUS_DROPPED = "bus.dropped"            # listener, dropped (a slow or failing listener's events)
 
     ALL: tuple[str, ...] = (
         AGENT_STARTED, AGENT_RESUMED, AGENT_SUCCESS, AGENT_ERROR, AGENT_CANCELLED,
         AGENT_SUSPENDED, AGENT_ABORTED, LLM_BEFORE, LLM_CHUNK, LLM_RETRY, LLM_AFTER, TOOL_BEFORE,
         TOOL_AFTER, TOOL_DENIED, APPROVAL_REQUIRED, APPROVAL_DECIDED, APPROVAL_RESOLVED,
         LOOP_DETECTED, HOOK_DECISION, HOOK_DIAGNOSTIC, STATE_PERSISTED, TURN_COMPLETED,
+        STATE_LOADED, RUNTIME_DETACHED, SECRET_REDACTED, PLAN_UPDATED, PLAN_REVIEW_REQUIRED,
+        PLAN_REVIEW_RESOLVED, SKILL_ACTIVATED, CONTEXT_COMPRESSED, OPERATION_IN_DOUBT, BUS_DROPPED,
     )
