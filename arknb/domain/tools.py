@@ -111,7 +111,11 @@ class ToolResult(BaseModel):
 
 
 class ToolDefinition(BaseModel):
-    """What the model is told about a tool: name, description, JSON Schema, risk."""
+    """What the model is told about a tool: name, description, JSON Schema, risk.
+
+    ``read_only`` says the tool only looks (it changes nothing outside the agent), so a
+    plan under review does not hold it back (DESIGN §14).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -119,3 +123,4 @@ class ToolDefinition(BaseModel):
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     risk: ToolRisk = ToolRisk.SAFE
+    read_only: bool = False
