@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolRisk
 from ..events import EventTypes
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
@@ -19,11 +19,10 @@ from ..hooks import (
 )
 from ..hooks.pipeline import jsonable
 from ..state import PendingApprovalBatch
-from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
+from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal, save_error
-from ._tool_batch import BatchPlan, execute_batch, plan_batch
-from .loop_detector import tool_signature
+from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -71,6 +70,7 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
 
 
 async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
+    await rt._extensions.restored()  # a restored session's extensions hear of it before its first run
     previous = rt.state.current_run_id
     rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=0, last_error=None)
     if resume_reason is not None:
@@ -167,29 +167,30 @@ async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit
                                         "mode": rt.loop_detector.on_detect})
     if rt.loop_detector.on_detect == "ask":
         plan = BatchPlan(batch_id=rt._new_id("batch"))
+        tools = rt._offered_tools()
         for call in message.tool_calls:
-            plan.deferred.append((call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
-                                  rt.tools.risk_of(call.name) or "safe"))
-        return NextStep.await_approval(build_batch(rt, ctx, plan, message, kind="loop"))
+            plan.deferred.append(Deferred(call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
+                                          tools.risk_of(call.name) or ToolRisk.SAFE, "loop"))
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message))
     rt._answer_unanswered("not executed: loop_detected")
     return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED,
                                                                    explanation))
 
 
 async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
-    allowed, denied = resolved_calls(batch)
-    if batch.kind == "loop":
-        if denied:
-            rt._answer_unanswered("not executed: the loop was stopped by the user")
-            return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(
-                ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED, "a detected loop was stopped by the user"))
-        for call in allowed:
-            rt.loop_detector.forgive(tool_signature(call))
+    # The batch's kind says how it continues (an ApprovalKind entry, never a branch here).
+    resolution = rt._extensions.resolve(batch)
+    if resolution.stop is not None:
+        reason, error = resolution.stop
+        rt._answer_unanswered(resolution.stop_text)
+        return NextStep.stop(reason, error=error)
+    if resolution.replan:
         plan = await plan_batch(rt, ctx, batch.model_message)
         if plan.deferred:
             return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
         return await _execute_and_complete(rt, ctx, plan.batch_id, batch.model_message, plan.allowed, plan.denied)
-    return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied)
+    return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, list(resolution.run),
+                                       list(resolution.answered))
 
 
 async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRunResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
 from ..events import EventTypes
@@ -24,9 +24,19 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["BatchPlan", "BatchOutcome", "plan_batch", "execute_batch", "tool_message"]
+__all__ = ["BatchPlan", "BatchOutcome", "Deferred", "plan_batch", "execute_batch", "tool_message"]
 
 APPROVAL_POLICY = "approval_policy"
+
+
+class Deferred(NamedTuple):
+    """A call planning deferred to a person, and the kind of item it becomes."""
+
+    call: ToolCall
+    reason: str
+    risk: ToolRisk
+    kind: str = "tool"
+    detail: dict | None = None
 
 
 @dataclass(slots=True)
@@ -36,7 +46,7 @@ class BatchPlan:
     batch_id: str
     allowed: list[ToolCall] = field(default_factory=list)
     denied: list[DeniedCall] = field(default_factory=list)
-    deferred: list[tuple[ToolCall, str, ToolRisk]] = field(default_factory=list)
+    deferred: list[Deferred] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -67,7 +77,8 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage) -
     plan = BatchPlan(batch_id=rt._new_id("batch"))
     pipeline = rt._pipeline
     hooked = pipeline.has(HookSlot.BEFORE_TOOL_CALL)
-    definitions = rt.tools.definitions() if hooked else ()
+    tools = rt._offered_tools()
+    definitions = tools.definitions() if hooked else ()
     for call in message.tool_calls:
         if hooked:
             decision = await pipeline.before_tool_call(ToolCallHookContext(
@@ -85,16 +96,17 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage) -
                 plan.denied.append(DeniedCall(call=call, result=result, reason=decision.reason, hook=decision.hook))
                 continue
             if action is ToolCallAction.DEFER:
-                plan.deferred.append((call, decision.reason or f"deferred by hook {decision.hook!r}",
-                                      rt.tools.risk_of(call.name) or ToolRisk.SAFE))
+                plan.deferred.append(Deferred(call, decision.reason or f"deferred by hook {decision.hook!r}",
+                                              tools.risk_of(call.name) or ToolRisk.SAFE,
+                                              decision.kind or "tool", decision.detail))
                 continue
         # The built-in approval policy runs after the user hooks (DESIGN §7).
-        if rt.require_approval and rt.tools.risk_of(call.name) is ToolRisk.DANGEROUS:
+        if rt.require_approval and tools.risk_of(call.name) is ToolRisk.DANGEROUS:
             reason = f"{call.name} is a dangerous tool and needs approval"
             rt._emit(EventTypes.HOOK_DECISION, lambda: {
                 "slot": "before_tool_call", "hook": APPROVAL_POLICY, "action": "defer", "reason": reason,
                 "before": jsonable(call), "after": None, "call_id": call.id})
-            plan.deferred.append((call, reason, ToolRisk.DANGEROUS))
+            plan.deferred.append(Deferred(call, reason, ToolRisk.DANGEROUS))
         else:
             plan.allowed.append(call)
     return plan
@@ -128,7 +140,7 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
             return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=state, batch_id=batch_id,
                                call_id=call.id, cancel=ctx.cancel)
 
-        results = await rt.tools.execute_batch(allowed, make_context, on_result=on_result)
+        results = await rt._offered_tools().execute_batch(allowed, make_context, on_result=on_result)
         for call, result in zip(sorted(allowed, key=lambda c: c.index), results):
             answers[call.id] = (call, result)
 

@@ -28,11 +28,14 @@ from ..state import (
     StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
-from ._approvals import apply_decision
+from ._approvals import LoopKind, apply_decision
 from ._channel import EventChannel
 from ._context import RunContext
+from ._extension_host import ExtensionHost, ToolKind, make_scope
+from ._keywords import keyword_extensions
 from ._loop import drive
 from ._tool_batch import tool_message, unanswered_calls
+from .extensions import Extension
 from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -68,6 +71,15 @@ class AgentRuntime:
         require_approval: defer dangerous tools to a human (default True).
         secrets: extra strings that must never be saved (API keys are added automatically
             when the model exposes ``secret_values()``).
+        plan_mode: ``PlanMode.OFF`` (default), ``AUTO`` (the model keeps a todo list with the
+            built-in ``write_todos`` tool) or ``REVIEW`` (a new plan waits for a person's
+            approval; until then only ``read_only`` tools run). DESIGN §14.
+        skills: :class:`~arknb.skills.Skill` objects or an ``ark.load_skills(path)`` report:
+            always-on skills join the system prompt, the others are offered through the
+            built-in ``activate_skill`` tool.
+        extensions: your own :class:`~arknb.runtime.extensions.Extension` objects (tools,
+            hooks, prompt sections and a saved state slice through one seam); they run
+            after the built-in ones, in order.
 
     Example:
         >>> runtime = AgentRuntime(ScriptedModel(["Hi!"]))      # doctest: +SKIP
@@ -80,7 +92,8 @@ class AgentRuntime:
                  max_turns: int = 20, loop_detector: LoopDetector | None = None, event_bus: EventBus | None = None,
                  config: ModelConfig | None = None, require_approval: bool = True, max_model_retries: int = 2,
                  secrets: Iterable[str] = (), clock: Callable[[], float] | None = None,
-                 state: AgentState | None = None) -> None:
+                 state: AgentState | None = None, plan_mode: Any = None, skills: Any = None,
+                 extensions: Iterable[Extension] = ()) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
                                    f"got {type(model).__name__}")
@@ -111,6 +124,8 @@ class AgentRuntime:
             raise invalid_argument(f"clock must be a callable returning seconds, got {type(clock).__name__}")
         if state is not None and not isinstance(state, AgentState):
             raise invalid_argument(f"state must be an AgentState or None, got {type(state).__name__}")
+        if isinstance(extensions, (str, bytes)) or not isinstance(extensions, Iterable):
+            raise invalid_argument(f"extensions must be a list of Extension objects, got {type(extensions).__name__}")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.system_prompt = system_prompt
@@ -131,7 +146,11 @@ class AgentRuntime:
         self.controller = AgentController(self.bus)
         self.controller.bind_approval_host(self)
         self.hooks = HookRegistry(hooks)
-        self._pipeline = HookPipeline(self.hooks, self._emit)
+        # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
+        self._extensions = ExtensionHost(
+            [*keyword_extensions(plan_mode=plan_mode, skills=skills), *extensions],
+            kinds=(ToolKind(), LoopKind(lambda signature: self.loop_detector.forgive(signature))))
+        self._pipeline = HookPipeline(self.hooks, self._emit, tail=self._extensions.hooks)
         self.secret_lint = SecretLint(secrets)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
@@ -146,6 +165,10 @@ class AgentRuntime:
         self._approval_lock = asyncio.Lock()
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
+        self._extensions.install(lambda name: make_scope(self, name))
+        self._offered_tools()  # a tool name two owners claim fails here, not in the first run
+        if state is not None:
+            self._extensions.mark_restored(state)
 
     # -- construction from storage --------------------------------------------------
 
@@ -163,7 +186,9 @@ class AgentRuntime:
         if state is None:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
-        return cls(model, tools=tools, storage=storage, state=state, **options)
+        runtime = cls(model, tools=tools, storage=storage, state=state, **options)
+        await runtime._extensions.restored()
+        return runtime
 
     # -- public surface -------------------------------------------------------------
 
@@ -171,6 +196,11 @@ class AgentRuntime:
     def state(self) -> AgentState:
         """The current state: an immutable snapshot (holding it costs nothing)."""
         return self._state
+
+    @property
+    def extensions(self) -> tuple[Extension, ...]:
+        """The installed extensions, in the order their hooks run (built-in ones first)."""
+        return self._extensions.extensions
 
     @property
     def history(self) -> tuple[AgentMessage, ...]:
@@ -293,9 +323,7 @@ class AgentRuntime:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
                            f"session {self.session_id!r} is marked not resumable (a final save failed)")
         if state.pending_approval is not None:
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "approvals are pending: decide them with runtime.controller.approve/deny; "
-                           "the run then continues by itself")
+            raise self._extensions.blocks_input_error(state.pending_approval)
         if not state.is_running:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
                            f"session {self.session_id!r} has no suspended run to resume "
@@ -312,6 +340,7 @@ class AgentRuntime:
                                       deny_reason: str | None = None) -> ApprovalDecisionResult:
         """Apply one decision (the controller's only way in)."""
         async with self._approval_lock:
+            await self._extensions.restored()
             return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason)
 
     # -- helpers the phases use ------------------------------------------------------
@@ -348,9 +377,8 @@ class AgentRuntime:
                            f"run {self._active.run_id} is still active; await it, or cancel() it first")
         if new_input and self._state.pending_approval is not None:
             # Seed 000 §10.2: new input must not clear a frozen batch and leave unpaired calls.
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "tool approvals are pending: approve or deny them (runtime.controller) before "
-                           "sending new input")
+            # The batch's kind words the refusal (e.g. pending_plan_review_blocks_input).
+            raise self._extensions.blocks_input_error(self._state.pending_approval)
 
     def _coerce_input(self, value: Any) -> tuple[AgentMessage, ...]:
         if isinstance(value, str):
@@ -418,8 +446,18 @@ class AgentRuntime:
         return self._state
 
     def _build_request(self) -> ModelRequest:
-        return ModelRequest.model_construct(messages=self._system + self._state.history,
-                                            tools=self.tools.definitions(), config=self.config)
+        state = self._state
+        extensions = self._extensions
+        if not extensions:
+            return ModelRequest.model_construct(messages=self._system + state.history,
+                                                tools=self.tools.definitions(), config=self.config)
+        return ModelRequest.model_construct(messages=extensions.system_messages(self._system, state) + state.history,
+                                            tools=extensions.offered_tools(self.tools, state).definitions(),
+                                            config=self.config)
+
+    def _offered_tools(self) -> ToolRegistry:
+        """The tools the model is offered now: the user's plus the extensions' for this state."""
+        return self._extensions.offered_tools(self.tools, self._state)
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,7 @@
+"""Skills (placeholder while the seam is built)."""
+
+__all__ = ["skills_extension"]
+
+
+def skills_extension(value):
+    return None
