@@ -12,6 +12,10 @@ from .approvals import (
     ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
 )
 
+# plans and skills (the values the planner and skills extensions keep in their slices)
+from .plan import PLAN_KIND, PLAN_SLICE, PendingPlanReview, Plan, PlanItem, TodoStatus, plan_of
+from .skills import SKILLS_SLICE, active_skills_of
+
 # storage
 from .file_storage import FileStateStorage
 from .storage import MemoryStateStorage, StateStorage, validate_session_id
@@ -20,7 +24,8 @@ from .storage import MemoryStateStorage, StateStorage, validate_session_id
 from .secrets import SecretLint
 
 __all__ = [
-    "MIGRATIONS", "SCHEMA_VERSION", "AgentState", "ApprovalDecision", "ApprovalDecisionResult",
-    "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
-    "PendingApprovalItem", "SecretLint", "StateStorage", "migrate", "validate_session_id",
+    "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "SCHEMA_VERSION", "SKILLS_SLICE", "AgentState", "ApprovalDecision",
+    "ApprovalDecisionResult", "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
+    "PendingApprovalItem", "PendingPlanReview", "Plan", "PlanItem", "SecretLint", "StateStorage", "TodoStatus",
+    "active_skills_of", "migrate", "plan_of", "validate_session_id",
 ]

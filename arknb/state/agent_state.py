@@ -20,6 +20,8 @@ from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLaye
 
 from .approvals import PendingApprovalBatch
 from .migrations import SCHEMA_VERSION, migrate
+from .plan import Plan, plan_of
+from .skills import active_skills_of
 
 __all__ = ["SCHEMA_VERSION", "AgentState"]
 
@@ -81,6 +83,16 @@ class AgentState(BaseModel):
     updated_at: float = 0.0
     revision: int = Field(default=0, ge=0)
     extensions: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def plan(self) -> Plan | None:
+        """The planner's current plan (``Plan(version, items)``), or None (DESIGN §14)."""
+        return plan_of(self.extensions)
+
+    @property
+    def active_skills(self) -> tuple[str, ...]:
+        """The names of the skills activated in this session, oldest first."""
+        return active_skills_of(self.extensions)
 
     @property
     def total_usage(self) -> Usage:
