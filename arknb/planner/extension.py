@@ -214,9 +214,9 @@ class _PlanReview(ApprovalKind):
     def answer(self, item: PendingApprovalItem) -> ToolResult | None:
         if item.decision is ApprovalDecision.APPROVED:
             return None  # write_todos runs and saves the plan as approved
-        why = f": {item.deny_reason}" if item.deny_reason else " (no reason given)"
+        why = f"Reason: {item.deny_reason}" if item.deny_reason else "No reason was given."
         return ToolResult.from_text(
-            f"The reviewer rejected this plan{why}. Nothing was changed. Revise the plan and propose it again "
+            f"The reviewer rejected this plan. {why}\nNothing was changed. Revise the plan and propose it again "
             "with write_todos; until a plan is approved only read-only tools run.",
             is_error=True, error_code=ErrorCode.TOOL_DENIED.value)
 

@@ -137,7 +137,8 @@ async def test_a_rejection_reaches_the_model_with_its_reason():
     assert result.stop_reason == "awaiting_approval"  # the revised plan waits for review in turn
     answer = model.requests[1].messages[-1]
     assert answer.role == "tool" and answer.tool_call_id == "t1" and answer.is_error
-    assert "The reviewer rejected this plan: check the memory use before restarting." in answer.text
+    assert answer.text.startswith("The reviewer rejected this plan. Reason: check the memory use before "
+                                  "restarting\nNothing was changed.")
     assert runtime.state.plan is None  # a rejected plan is never applied
     [resolved] = log.of(EventTypes.PLAN_REVIEW_RESOLVED)
     assert resolved.payload["decision"] == "denied"
@@ -157,7 +158,7 @@ async def test_a_rejection_without_a_reason_says_so():
     await runtime.run("go")
     await runtime.controller.reject_plan("  ")
     await runtime.current_run
-    assert "rejected this plan (no reason given)" in model.requests[1].messages[-1].text
+    assert "rejected this plan. No reason was given." in model.requests[1].messages[-1].text
 
 
 async def test_new_input_while_a_plan_review_waits_is_refused():
