@@ -118,6 +118,8 @@ class ExtensionHost:
                     raise invalid_argument(f"extension {ext.name!r}: tools() must return @ark.tool objects "
                                            f"(built once), got {type(item).__name__}")
                 owners.append((ext.name, item))
+        if not owners:
+            return user  # nothing contributed for this state: the user's registry as it is
         contributed = tuple(item for _, item in owners)
         definitions = user.definitions()  # the same tuple until the user registers a tool
         cache = self._tools_cache
