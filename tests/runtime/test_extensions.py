@@ -376,7 +376,6 @@ class Voting(Extension):
 
     def __init__(self) -> None:
         self.kind = Vote(self)
-        ext = self
 
         class Gate(AgentHook):
             name = "vote_gate"
@@ -406,7 +405,7 @@ async def test_an_approval_kind_of_its_own_is_saved_before_it_is_announced():
     turn = ScriptedTurn(tool_calls=[call("c1", "drop_table", table="users"), call("c2", "add", 1, a=1, b=1)])
     model = ScriptedModel([turn, "Kept it."])
     runtime = ark.AgentRuntime(model, tools=tools.all, storage=storage, session_id="v", extensions=[ext])
-    log = EventLog(runtime, storage.log)
+    EventLog(runtime, storage.log)  # events go into the storage's log, beside its saves
 
     result = await runtime.run("drop users")
 
