@@ -15,14 +15,16 @@ from .conftest import make_full_state
 
 
 def _files(directory) -> list[str]:
-    return sorted(os.listdir(directory))
+    """The directory's files, without the sessions' hidden lock files."""
+    return sorted(name for name in os.listdir(directory) if not name.endswith(".lock"))
 
 
-async def test_one_json_file_per_session(tmp_path, full_state):
+async def test_one_json_file_per_session(tmp_path, unsaved_state):
     storage = FileStateStorage(tmp_path / "new" / "dir")
-    await storage.save(full_state)
+    await storage.save(unsaved_state)
     path = tmp_path / "new" / "dir" / "demo.json"
     assert _files(path.parent) == ["demo.json"]
+    assert sorted(os.listdir(path.parent)) == [".demo.lock", "demo.json"]
     assert json.loads(path.read_text("utf-8"))["schema_version"] == SCHEMA_VERSION
     assert storage.path_for("demo") == path
 
@@ -45,7 +47,7 @@ async def test_failed_replace_keeps_the_old_file_and_leaves_no_temp_file(tmp_pat
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(ArkError) as info:
-        await storage.save(AgentState(session_id="s", history=(AgentMessage.user("new"),)))
+        await storage.save(AgentState(session_id="s", history=(AgentMessage.user("new"),), revision=1))
     monkeypatch.undo()
 
     assert info.value.code == "state_save_failed" and info.value.layer == "storage"
@@ -53,7 +55,7 @@ async def test_failed_replace_keeps_the_old_file_and_leaves_no_temp_file(tmp_pat
     assert isinstance(info.value.__cause__, OSError)
     assert (tmp_path / "s.json").read_bytes() == before
     assert _files(tmp_path) == ["s.json"]
-    assert await storage.load("s") == old
+    assert await storage.load("s") == old.model_copy(update={"revision": 1})
 
 
 async def test_failed_write_before_replace_leaves_no_temp_file(tmp_path, monkeypatch):
@@ -68,6 +70,7 @@ async def test_failed_write_before_replace_leaves_no_temp_file(tmp_path, monkeyp
     monkeypatch.undo()
     assert info.value.code == "state_save_failed"
     assert _files(tmp_path) == []
+    assert await storage.load("s") is None
 
 
 CORRUPT_DOCUMENTS = {
@@ -120,12 +123,13 @@ async def test_v1_file_loads_migrated(tmp_path):
     assert state.history[0].text == "hi"
 
 
-async def test_mark_not_resumable_rewrites_an_existing_file(tmp_path, full_state):
+async def test_mark_not_resumable_rewrites_an_existing_file(tmp_path, unsaved_state):
     storage = FileStateStorage(tmp_path)
-    await storage.save(full_state.model_copy(update={"not_resumable": False}))
+    await storage.save(unsaved_state.model_copy(update={"not_resumable": False}))
     await storage.mark_not_resumable("demo")
     assert _files(tmp_path) == ["demo.json"]
-    assert json.loads((tmp_path / "demo.json").read_text("utf-8"))["not_resumable"] is True
+    document = json.loads((tmp_path / "demo.json").read_text("utf-8"))
+    assert document["not_resumable"] is True and document["revision"] == 1  # a mark is not a new revision
 
 
 async def test_mark_not_resumable_on_a_missing_file_writes_a_marker(tmp_path):
@@ -193,19 +197,23 @@ async def test_list_sessions_ignores_temp_and_foreign_files(tmp_path):
 
 async def test_concurrent_saves_of_one_session_never_tear_the_file(tmp_path):
     storage = FileStateStorage(tmp_path)
-    states = [make_full_state("race", metadata={"n": n, "pad": "x" * (1000 * n)}, event_sequence=n)
+    states = [make_full_state("race", metadata={"n": n, "pad": "x" * (1000 * n)}, event_sequence=n, revision=0)
               for n in range(20)]
-    await asyncio.gather(*(storage.save(state) for state in states))
+    outcomes = await asyncio.gather(*(storage.save(state) for state in states), return_exceptions=True)
+    # All were based on revision 0: exactly one lands, the others conflict and write nothing.
+    assert outcomes.count(1) == 1
+    assert all(isinstance(o, ArkError) and o.code == "state_conflict" for o in outcomes if o != 1)
     loaded = await storage.load("race")
-    assert loaded in states
+    assert loaded == states[outcomes.index(1)].model_copy(update={"revision": 1})
     assert _files(tmp_path) == ["race.json"]
 
 
 async def test_concurrent_saves_of_different_sessions_all_land(tmp_path):
     storage = FileStateStorage(tmp_path)
     states = [AgentState(session_id=f"s{n}", event_sequence=n) for n in range(10)]
-    await asyncio.gather(*(storage.save(state) for state in states))
-    assert [await storage.load(state.session_id) for state in states] == states
+    assert await asyncio.gather(*(storage.save(state) for state in states)) == [1] * 10
+    assert ([await storage.load(state.session_id) for state in states]
+            == [state.model_copy(update={"revision": 1}) for state in states])
 
 
 def test_repr_names_the_directory(tmp_path):
