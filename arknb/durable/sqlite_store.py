@@ -58,7 +58,9 @@ _READ_SESSION = ("SELECT header, not_resumable, writer, version, history_len, us
 _READ_VERSION = "SELECT writer, version, history_len, usages_len FROM sessions WHERE session_id = ?"
 # The stored revision without parsing the header in Python (json_type tells an integer
 # from true, which json_extract would also give as 1).
-_READ_REVISION = ("SELECT header IS NULL, json_valid(header), json_type(header, '$.revision'), "
+_READ_REVISION = ("SELECT header IS NULL, "
+                  "CASE WHEN json_valid(header) THEN json_type(header) = 'object' ELSE 0 END, "
+                  "CASE WHEN json_valid(header) THEN json_type(header, '$.revision') END, "
                   "CASE WHEN json_valid(header) THEN json_extract(header, '$.revision') END, "
                   "CASE WHEN json_valid(header) THEN json_extract(header, '$.schema_version') END "
                   "FROM sessions WHERE session_id = ?")
@@ -348,7 +350,7 @@ class SQLiteStateStorage:
         _, valid, kind, revision, schema_version = row
         problem = None
         if not valid:
-            problem = "its header is not valid JSON"
+            problem = "its header is not a JSON object"
         elif kind is not None and kind != "integer":
             problem = f"its revision is a JSON {kind}, not an integer"
         elif revision is not None and revision < 0:

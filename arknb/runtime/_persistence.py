@@ -81,14 +81,17 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
                 f"hook {decision.hook!r} aborted the {reason} save" + (f": {decision.reason}" if decision.reason else ""))
             return _failed(rt, reason, mandatory, error, run_id, hook=decision.hook)
     async with rt._save_lock:
-        state = rt._stamped(candidate if candidate is not None else rt._state)
-        if candidate is None:
-            rt._state = state
         try:
+            # An earlier save that overran may have landed since: its revision is the base now.
+            await _settle(rt, reason, hurry=hurry)
+            if candidate is None:
+                state = rt._state = rt._stamped(rt._state)
+            else:  # built from the runtime's state before the settling: only the revision moved
+                state = rt._stamped(candidate.model_copy(update={"revision": rt._state.revision}))
             # Every save is linted, not only the mandatory ones: an autosave that wrote a
             # credential would leave it on disk even though the terminal save refuses it.
             rt.secret_lint.check(state, history_from=rt._linted_history)
-            revision = await save_state(rt, state, reason, hurry=hurry)
+            revision = await save_state(rt, state, reason)
         except Exception as exc:  # a refusal stays as it is; any other failure: the save did not happen
             kept = isinstance(exc, ArkError) and exc.code in _REPORTED_AS_IS
             return _failed(rt, reason, mandatory, exc if kept else _save_failed(reason, exc), run_id)
@@ -115,14 +118,14 @@ async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: Erro
     return outcome
 
 
-async def save_state(rt: AgentRuntime, state: AgentState, what: str, *, hurry: bool = False) -> int:
-    """Hand ``state`` to the storage and return the revision it stored, within ``save_timeout``.
+async def save_state(rt: AgentRuntime, state: AgentState, what: str) -> int:
+    """Hand ``state`` to the storage and return the revision it stored, within ``save_timeout``
+    (the caller settled earlier saves first).
 
     Raises:
         ArkError: what the storage raised; ``state_save_timeout`` if it did not answer in
             time (the save is then unsettled: it may still land).
     """
-    await _settle(rt, what, hurry=hurry)
     task = asyncio.ensure_future(rt.storage.save(state))
     await _within_limit(rt, task, what)
     revision = task.result()
