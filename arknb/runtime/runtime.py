@@ -187,7 +187,11 @@ class AgentRuntime:
         """Rebuild a runtime from saved state (e.g. after a kernel restart).
 
         A pending approval batch comes back and can be listed, approved or denied; a
-        suspended run can be continued with :meth:`resume`.
+        suspended run can be continued with :meth:`resume`. The same as
+        ``AgentRuntime(model, storage=storage, session_id=session_id, ...)`` followed by
+        ``await runtime.load()``, except that a session with nothing saved is an error
+        (``session_not_found``). Like any new runtime of the session, it detaches an
+        older one of this process.
         """
         if storage is None or not isinstance(storage, StateStorage):
             raise invalid_argument("restore() needs the storage the session was saved to")

@@ -312,11 +312,16 @@ class FileStateStorage:
     def _delete(self, session_id: str, path: Path) -> None:
         if not self._dir.exists():
             return
-        with self._locked(session_id):
-            for target in (path, self._marker_for(session_id), self._lock_path(session_id)):
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
-            self._known.pop(session_id, None)
+        try:
+            with self._locked(session_id):
+                for target in (path, self._marker_for(session_id), self._lock_path(session_id)):
+                    with contextlib.suppress(FileNotFoundError):
+                        target.unlink()
+                self._known.pop(session_id, None)
+        except OSError as exc:
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
+                           f"could not delete session {session_id!r} from {self._dir}: {exc}",
+                           Retryability.CONDITIONAL) from exc
         _fsync_directory(self._dir)
 
     def _list(self) -> list[str]:

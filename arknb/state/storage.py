@@ -84,7 +84,8 @@ class StateStorage(Protocol):
     Every method is async. A store is used by runtimes in this process and, when it
     keeps its sessions somewhere shared (a directory, a database), by runtimes in other
     processes at the same time; the contract below is what keeps them from overwriting
-    each other (DESIGN §8). ``arknb.testing.StoreConformance`` checks it.
+    each other (DESIGN §8); the conformance kit of DESIGN §13 (``arknb.testing.StoreConformance``)
+    is to test it.
 
     Revisions. Every saved state carries ``revision`` (``AgentState.revision``): 0 means
     "never saved here"; each successful save stores the next one.

@@ -224,3 +224,54 @@ def test_directory_must_be_a_path():
     with pytest.raises(ArkError) as info:
         FileStateStorage(42)  # type: ignore[arg-type]
     assert info.value.code == "invalid_argument"
+
+
+_SAVING_CHILD = """
+import asyncio, sys
+from arknb.domain import AgentMessage
+from arknb.state import AgentState, FileStateStorage
+
+async def main():
+    storage = FileStateStorage(sys.argv[1])
+    pad = "x" * 2_000_000  # a big document: the kill is likely to land mid-write
+    revision = (await storage.load("s")).revision
+    print("saving", flush=True)
+    n = 0
+    while True:
+        n += 1
+        state = AgentState(session_id="s", revision=revision, metadata={"n": n, "pad": pad},
+                           history=(AgentMessage.user(f"save {n}"),))
+        revision = await storage.save(state)
+
+asyncio.run(main())
+"""
+
+
+KILLS = int(os.environ.get("ARKNB_SAVE_KILLS", "3"))
+
+
+async def test_a_write_killed_with_sigkill_leaves_a_whole_file_and_the_next_save_sweeps_its_temp_file(tmp_path):
+    import random
+    import signal
+    import subprocess
+    import sys
+
+    storage = FileStateStorage(tmp_path)
+    await storage.save(AgentState(session_id="s"))
+    leftovers = 0
+    for _ in range(KILLS):
+        child = subprocess.Popen([sys.executable, "-c", _SAVING_CHILD, str(tmp_path)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        assert child.stdout.readline().strip() == "saving", child.stderr.read()
+        await asyncio.sleep(random.uniform(0.05, 0.3))  # the kill lands somewhere among the child's saves
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+        child.stdout.close()
+        child.stderr.close()
+        leftovers += any(name.endswith(".tmp") for name in os.listdir(tmp_path))
+
+        loaded = await FileStateStorage(tmp_path).load("s")  # the old file or the new one, never half
+        assert loaded.history[0].text.startswith("save ") and loaded.metadata["pad"] == "x" * 2_000_000
+        await FileStateStorage(tmp_path).save(loaded)
+        assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+    print(f"\n{leftovers} of {KILLS} kills left a temporary file; the next save removed it")
