@@ -66,7 +66,11 @@ class AgentController:
         self.bus.publish(event)
 
     def list_pending_approvals(self) -> list[PendingApprovalItem]:
-        """Copies of the items still waiting for a decision (changing them changes nothing)."""
+        """Copies of the items still waiting for a decision (changing them changes nothing).
+
+        They are the runtime's as loaded: for a session saved earlier, ``await
+        runtime.load()`` first (a decision loads by itself).
+        """
         batch = self._host.get_pending_approval_batch() if self._host is not None else None
         if batch is None:
             return []
@@ -99,7 +103,10 @@ class AgentController:
         return await self._decide(approval_id, ApprovalDecision.DENIED, reason, batch_id)
 
     async def approve_all(self) -> list[ApprovalDecisionResult]:
-        """Approve every pending item (convenience for notebooks)."""
+        """Approve every pending item (convenience for notebooks), loading a saved session first."""
+        load = getattr(self._host, "load", None)
+        if callable(load):
+            await load()
         return [await self.approve(item.approval_id) for item in self.list_pending_approvals()]
 
     async def _decide(self, approval_id: str, decision: ApprovalDecision,

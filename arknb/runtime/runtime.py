@@ -240,7 +240,8 @@ class AgentRuntime:
 
     @property
     def state(self) -> AgentState:
-        """The current state: an immutable snapshot (holding it costs nothing)."""
+        """The current state: an immutable snapshot (holding it costs nothing). For a session
+        saved earlier it is empty until the runtime loaded it (:meth:`load`)."""
         return self._state
 
     @property
