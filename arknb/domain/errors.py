@@ -49,6 +49,9 @@ schema_unsupported                  config       no handler for a request's sche
 operation_not_found                 storage      no operation with that id
 operation_not_in_doubt              storage      the operation is not waiting for a person
 store_version_unsupported           storage      a store's layout is from a newer arknb
+context_budget_exceeded             runtime      a request cannot fit max_tokens even compressed
+context_summary_failed              runtime      the context summarizer failed or gave no text
+subagent_not_found                  tool         delegate_task named an agent that does not exist
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -133,6 +136,9 @@ class ErrorCode(StrEnum):
     OPERATION_NOT_FOUND = "operation_not_found"
     OPERATION_NOT_IN_DOUBT = "operation_not_in_doubt"
     STORE_VERSION_UNSUPPORTED = "store_version_unsupported"
+    CONTEXT_BUDGET_EXCEEDED = "context_budget_exceeded"
+    CONTEXT_SUMMARY_FAILED = "context_summary_failed"
+    SUBAGENT_NOT_FOUND = "subagent_not_found"
 
 
 class ErrorInfo(BaseModel):

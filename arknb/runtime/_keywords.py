@@ -2,7 +2,7 @@
 
 ``AgentRuntime(plan_mode=..., skills=...)`` only installs extensions: each keyword is one
 entry of :data:`KEYWORDS`, built here. The capability packages (``arknb.planner``,
-``arknb.skills``, later ``arknb.memory``) import the runtime's public seam, so they are
+``arknb.skills``, ``arknb.memory``) import the runtime's public seam, so they are
 imported here lazily, inside the factory functions: this module is the only place in
 ``arknb.runtime`` that names them (``tests/test_architecture.py`` checks both).
 """
@@ -26,9 +26,15 @@ def _skills(value: Any) -> Extension | None:
     return skills_extension(value)
 
 
+def _compressor(value: Any) -> Extension | None:
+    from ..memory import compressor_extension
+    return compressor_extension(value)
+
+
 KEYWORDS: tuple[tuple[str, Callable[[Any], Extension | None]], ...] = (
     ("plan_mode", _plan_mode),
     ("skills", _skills),
+    ("compressor", _compressor),
 )
 """``(keyword, factory)``: a factory turns the keyword's value into an extension, or None
 for a value that installs nothing (``PlanMode.OFF``, no skills)."""

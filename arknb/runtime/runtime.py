@@ -81,6 +81,13 @@ class AgentRuntime:
         skills: :class:`~arknb.skills.Skill` objects or an ``ark.load_skills(path)`` report:
             always-on skills join the system prompt, the others are offered through the
             built-in ``activate_skill`` tool.
+        compressor: an :class:`~arknb.memory.ContextCompressor`: requests over its token
+            budget get their older messages replaced by a summary (``state.history`` keeps
+            them all; ``search_history`` finds them).
+        memory: an :class:`~arknb.memory.EpisodicMemory`: completed runs are recorded as
+            episodes, and ``retrieve_memory`` finds them (also from other sessions).
+        subagents: :class:`~arknb.memory.SubAgent` objects the model can hand work to
+            with ``delegate_task(agent, task)``.
         extensions: your own :class:`~arknb.runtime.extensions.Extension` objects (tools,
             hooks, prompt sections and a saved state slice through one seam); they run
             after the built-in ones, in order.
@@ -102,6 +109,7 @@ class AgentRuntime:
                  secrets: Iterable[str] = (), clock: Callable[[], float] | None = None,
                  state: AgentState | None = None, fresh: bool = False,
                  save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
+                 compressor: Any = None, memory: Any = None, subagents: Any = None,
                  extensions: Iterable[Extension] = ()) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
@@ -166,7 +174,8 @@ class AgentRuntime:
         self.hooks = HookRegistry(hooks)
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
         self._extensions = ExtensionHost(
-            [*keyword_extensions(plan_mode=plan_mode, skills=skills), *extensions],
+            [*keyword_extensions(plan_mode=plan_mode, skills=skills, compressor=compressor, memory=memory,
+                                 subagents=subagents), *extensions],
             kinds=(ToolKind(), LoopKind(lambda signature: self.loop_detector.forgive(signature))))
         self._pipeline = HookPipeline(self.hooks, self._emit, tail=self._extensions.hooks)
         self.secret_lint = SecretLint(secrets)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLayer, Usage
 
 from .approvals import PendingApprovalBatch, ResolvedApproval
+from .context import ContextSummary, context_summaries_of
 from .migrations import SCHEMA_VERSION, migrate
 from .plan import Plan, plan_of
 from .skills import active_skills_of
@@ -98,6 +99,12 @@ class AgentState(BaseModel):
     def active_skills(self) -> tuple[str, ...]:
         """The names of the skills activated in this session, oldest first."""
         return active_skills_of(self.extensions)
+
+    @property
+    def context_summaries(self) -> tuple[ContextSummary, ...]:
+        """The context compressor's summaries, each with the range of messages it replaces
+        in model requests (``history`` itself keeps every message), oldest first."""
+        return context_summaries_of(self.extensions)
 
     @property
     def total_usage(self) -> Usage:

@@ -1,0 +1,14 @@
+"""Context compression, episodic memory and sub-agents (DESIGN §14), as runtime extensions.
+
+``AgentRuntime(compressor=..., memory=..., subagents=...)`` installs them; each plugs in
+through the runtime's public extension seam (:mod:`arknb.runtime.extensions`).
+"""
+
+from .compressor import SEARCH_HISTORY, ContextCompressor, ContextExtension, compressor_extension
+from .keywords import BM25Index, tokenize
+from .tokens import estimate_message_tokens, estimate_text_tokens
+
+__all__ = [
+    "BM25Index", "ContextCompressor", "ContextExtension", "SEARCH_HISTORY", "compressor_extension",
+    "estimate_message_tokens", "estimate_text_tokens", "tokenize",
+]

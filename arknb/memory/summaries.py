@@ -1,0 +1,82 @@
+"""Writing a summary: with the user's ``summarize(messages)`` or the runtime's own model."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role
+
+__all__ = ["SUMMARY_INSTRUCTIONS", "render_transcript", "write_summary"]
+
+SUMMARY_INSTRUCTIONS = (
+    "You summarise part of a conversation between a user and an AI assistant that uses tools, so the "
+    "assistant can continue the work without the original messages. Keep: the user's goals and "
+    "constraints, decisions made, facts learned (names, numbers, paths, identifiers, errors), what each "
+    "tool call did and found, and what remains to be done. Leave out greetings and repetition. Write "
+    "plain prose or short bullet points, in the conversation's language, and nothing else.")
+
+
+def render_transcript(messages: Sequence[AgentMessage]) -> str:
+    """The messages as plain text for a summarising model (tool calls and results included)."""
+    lines: list[str] = []
+    for message in messages:
+        role = message.role
+        text = message.text
+        if role is Role.TOOL:
+            lines.append(f"tool result ({message.tool_call_id}): {text}")
+            continue
+        if text:
+            lines.append(f"{role.value}: {text}")
+        for call in message.tool_calls:
+            lines.append(f"{role.value} called {call.name}({call.arguments_json}) [id {call.id}]")
+    return "\n".join(lines)
+
+
+async def write_summary(messages: Sequence[AgentMessage], *, summarize: Callable[..., Any] | None,
+                        model: Any, config: ModelConfig | None) -> tuple[str, str]:
+    """A summary of ``messages``; returns ``(text, source)`` with source ``"summarize"`` or ``"model"``.
+
+    Raises:
+        ArkError: ``context_summary_failed`` (runtime) when the function or the model
+            raises or gives no text (an ``ArkError`` from the model keeps its code in the
+            message); ``cancelled`` passes through.
+    """
+    if summarize is not None:
+        try:
+            value = summarize(list(messages))
+            if inspect.isawaitable(value):
+                value = await value
+        except ArkError as exc:
+            if exc.code == ErrorCode.CANCELLED:
+                raise
+            raise _failed(f"summarize() raised {exc}") from exc
+        except Exception as exc:
+            raise _failed(f"summarize() raised {type(exc).__name__}: {exc}") from exc
+        return _checked(value, "summarize()"), "summarize"
+    request = ModelRequest(messages=(AgentMessage.system(SUMMARY_INSTRUCTIONS),
+                                     AgentMessage.user(render_transcript(messages))),
+                           tools=(), config=config or ModelConfig())
+    try:
+        response = await model.generate(request)
+    except ArkError as exc:
+        if exc.code == ErrorCode.CANCELLED:
+            raise
+        raise _failed(f"the model could not write the summary: {exc}") from exc
+    except Exception as exc:
+        raise _failed(f"the model could not write the summary: {type(exc).__name__}: {exc}") from exc
+    return _checked(response.message.text, "the model"), "model"
+
+
+def _checked(value: Any, who: str) -> str:
+    if not isinstance(value, str):
+        raise _failed(f"{who} must return the summary as a str, got {type(value).__name__}")
+    if not value.strip():
+        raise _failed(f"{who} returned an empty summary")
+    return value.strip()
+
+
+def _failed(detail: str) -> ArkError:
+    return ArkError(ErrorLayer.RUNTIME, ErrorCode.CONTEXT_SUMMARY_FAILED,
+                    f"context compression could not summarise older messages: {detail}. The model call was not "
+                    "made; fix the summarizer (ContextCompressor(summarize=...)) or raise max_tokens")
