@@ -157,15 +157,16 @@ class ContextExtension(Extension):
                 after = fixed + tool_extra + summary_tokens + costs.tokens(end, n)
                 if after <= config.max_tokens:
                     break
-                if len(chain) > 1 and summary_tokens > config.max_tokens * _MERGE_SHARE:
+                if safe is None:
+                    safe = safe_cuts(conversation)
+                cut, keeps_enough = _next_cut(safe, end, n, config.keep_last)
+                # Merging summaries comes before sending fewer than keep_last raw messages.
+                if len(chain) > 1 and (summary_tokens > config.max_tokens * _MERGE_SHARE or not keeps_enough):
                     merged = await self._merge(chain, request, state)
                     summaries = [s for s in summaries if s.summary_id not in merged.merged] + [merged]
                     created = [s for s in created if s.summary_id not in merged.merged] + [merged]
                     chain = [merged]
                     continue
-                if safe is None:
-                    safe = safe_cuts(conversation)
-                cut = _next_cut(safe, end, n, config.keep_last)
                 if cut is None:
                     raise _budget_error(config.max_tokens, fixed + tool_extra, summary_tokens, conversation, costs,
                                         end, n)
@@ -303,18 +304,18 @@ class _CompressHook(AgentHook):
         return ModelCallHookResult.proceed(compressed)
 
 
-def _next_cut(safe: list[bool], end: int, n: int, keep_last: int) -> int | None:
-    """Where the next summary should end: the latest safe cut that keeps ``keep_last``
-    messages, else (keeping fewer) the earliest safe cut after that; never the whole
-    conversation (the last message is always sent)."""
+def _next_cut(safe: list[bool], end: int, n: int, keep_last: int) -> tuple[int | None, bool]:
+    """Where the next summary should end, and whether that still keeps ``keep_last`` messages:
+    the latest safe cut that keeps them, else (keeping fewer) the earliest safe cut after
+    that; never the whole conversation (the last message is always sent)."""
     target = n - keep_last
     for cut in range(min(target, n - 1), end, -1):
         if safe[cut]:
-            return cut
+            return cut, True
     for cut in range(max(target + 1, end + 1), n):
         if safe[cut]:
-            return cut
-    return None
+            return cut, False
+    return None, False
 
 
 def _summary_message(chain: list[ContextSummary]) -> AgentMessage:
