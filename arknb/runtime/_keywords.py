@@ -31,10 +31,16 @@ def _compressor(value: Any) -> Extension | None:
     return compressor_extension(value)
 
 
+def _memory(value: Any) -> Extension | None:
+    from ..memory import memory_extension
+    return memory_extension(value)
+
+
 KEYWORDS: tuple[tuple[str, Callable[[Any], Extension | None]], ...] = (
     ("plan_mode", _plan_mode),
     ("skills", _skills),
     ("compressor", _compressor),
+    ("memory", _memory),
 )
 """``(keyword, factory)``: a factory turns the keyword's value into an extension, or None
 for a value that installs nothing (``PlanMode.OFF``, no skills)."""
