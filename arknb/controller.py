@@ -72,9 +72,17 @@ class AgentController:
         """Copies of the items still waiting for a decision (changing them changes nothing).
 
         They are the runtime's as loaded: for a session saved earlier, ``await
-        runtime.load()`` first (a decision loads by itself).
+        runtime.load()`` first (a decision loads by itself). A sub-agent's pending
+        approvals are listed here too, under namespaced ids (``{agent}/{approval_id}``,
+        nesting further for its own sub-agents); decide them here like any other.
         """
-        batch = self._host.get_pending_approval_batch() if self._host is not None else None
+        host = self._host
+        if host is None:
+            return []
+        listing = getattr(host, "list_pending_approvals", None)
+        if callable(listing):  # a host whose items may stand for others' (DESIGN §14)
+            return [item.model_copy(deep=True) for item in listing()]
+        batch = host.get_pending_approval_batch()
         if batch is None:
             return []
         return [item.model_copy(deep=True) for item in batch.items if item.is_pending()]

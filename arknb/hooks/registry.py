@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -191,6 +192,15 @@ class HookRegistry:
     def after_run(self, fn=None, *, name=None, order=0, fail_closed=False, timeout=None):
         """Decorate an observer ``fn(ctx: AfterRunHookContext) -> None`` (runs once per run)."""
         return self._decorator(HookSlot.AFTER_RUN, fn, name, order, fail_closed, timeout)
+
+    def copy(self) -> HookRegistry:
+        """A new registry holding the same hooks, in the same order and with the same options
+        (a sub-agent cloned from a runtime starts with its hooks; adding or removing one later
+        changes only that registry)."""
+        twin = HookRegistry()
+        for entry in self._entries.values():
+            twin._put(dataclasses.replace(entry, slots=dict(entry.slots), direct=dict(entry.direct)))
+        return twin
 
     # -- inspection and removal -----------------------------------------------------
 

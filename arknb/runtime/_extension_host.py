@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, invalid_argument
 from ..events import EventTypes
 from ..hooks import AgentHook, HookRegistry
-from ..state import AgentState, PendingApprovalBatch, PendingApprovalItem
+from ..state import AgentState, ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
 from ..tools import Tool, ToolRegistry
 from .extensions import ApprovalKind, Extension, ExtensionScope, Resolution, SaveResult, _ScopePorts
 
@@ -197,6 +197,30 @@ class ExtensionHost:
         except Exception as exc:  # the decision stands; the failure is reported, not raised at the caller
             _diagnostic(rt, f"approval_kind:{item.kind}", "on_decided", exc)
 
+    def pending_items(self, batch: PendingApprovalBatch | None) -> list[PendingApprovalItem]:
+        """The items a person decides now: the batch's pending items, each as its kind expands it."""
+        if batch is None:
+            return []
+        listed: list[PendingApprovalItem] = []
+        for item in batch.items:
+            if not item.is_pending():
+                continue
+            expanded = self.kind(item.kind).expand(item)
+            listed.extend((item,) if expanded is None else expanded)
+        return listed
+
+    async def route(self, batch: PendingApprovalBatch | None, approval_id: str, decision: ApprovalDecision,
+                    reason: str | None) -> ApprovalDecisionResult | None:
+        """Decide an id one of the batch's kinds listed for an item (None: not such an id)."""
+        if batch is None or batch.find(approval_id) is not None:
+            return None
+        for item in batch.items:
+            if item.is_pending():
+                routed = await self.kind(item.kind).route(batch, item, approval_id, decision, reason)
+                if routed is not None:
+                    return routed
+        return None
+
     def blocks_input_error(self, batch: PendingApprovalBatch) -> ArkError:
         """What new input gets while ``batch`` waits."""
         return self.kind(batch.kind).blocks_input_error(batch)
@@ -243,11 +267,16 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
         outcome = await persist(rt, rt._active, reason, mandatory=bool(mandatory))
         return SaveResult(ok=outcome.ok, skipped=outcome.skipped, error=outcome.error)
 
+    def runtime_options() -> dict[str, Any]:
+        return {"model": rt.model, "tools": ToolRegistry(rt.tools), "hooks": rt.hooks.copy(), "storage": rt.storage,
+                "system_prompt": rt.system_prompt, "config": rt.config, "max_turns": rt.max_turns,
+                "require_approval": rt.require_approval, "secrets": rt.secret_lint.secrets()}
+
     ports = _ScopePorts(
         session_id=lambda: rt.session_id, state=lambda: rt.state,
         run_id=lambda: rt._active.run_id if rt._active is not None else None,
         tools=rt._offered_tools, set_slice=set_slice, emit=rt._emit, persist=save, clock=rt._clock,
-        new_id=rt._new_id)
+        new_id=rt._new_id, runtime_options=runtime_options)
     return ExtensionScope(name, model=rt.model, bus=rt.bus, controller=rt.controller, ports=ports)
 
 

@@ -135,8 +135,13 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     return await _complete_turn(rt, ctx, message, has_tools=False)
 
 
-async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied) -> NextStep:
-    outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied)
+async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, finished=()) -> NextStep:
+    outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied, finished)
+    if outcome.deferred:
+        # A call handed itself to a person while it ran (ToolContext.defer): pause the batch
+        # like an approval, keeping what the other calls returned.
+        plan = BatchPlan(batch_id=batch_id, denied=list(denied), deferred=outcome.deferred)
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message, finished=outcome.finished))
     if outcome.stop:
         await _turn_completed_event(rt, ctx, message, "stop")
         await persist(rt, ctx, "after_tool_batch")
@@ -198,7 +203,7 @@ async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingAp
             return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
         return await _execute_and_complete(rt, ctx, plan.batch_id, batch.model_message, plan.allowed, plan.denied)
     return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, list(resolution.run),
-                                       list(resolution.answered))
+                                       list(resolution.answered), batch.finished_calls)
 
 
 async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRunResult:

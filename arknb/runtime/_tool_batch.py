@@ -51,10 +51,31 @@ class BatchPlan:
 
 @dataclass(slots=True)
 class BatchOutcome:
-    """What running a batch produced."""
+    """What running a batch produced.
+
+    ``deferred`` lists calls that handed themselves to a person while running
+    (``ToolContext.defer``); then nothing entered history and ``finished`` holds the
+    results of the batch's other calls, for the pending batch.
+    """
 
     stop: bool = False
     stop_reason: str | None = None
+    deferred: list[Deferred] = field(default_factory=list)
+    finished: list[DeniedCall] = field(default_factory=list)
+
+
+class _Deferrals:
+    """Collects the calls of one batch that deferred themselves while running."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[str, str, dict | None]] = {}
+
+    def add(self, call_id: str, reason: str, kind: str, detail: dict | None) -> ToolResult:
+        self.calls[call_id] = (reason, kind, detail)
+        # What the tool returns; it never reaches the model (the call waits for a person).
+        return ToolResult.from_text(f"deferred: {reason}", is_error=True, error_code="call_deferred")
 
 
 def tool_message(call: ToolCall, result: ToolResult) -> AgentMessage:
@@ -113,11 +134,21 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage) -
 
 
 async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_message: AgentMessage,
-                        allowed: Iterable[ToolCall], denied: Iterable[DeniedCall]) -> BatchOutcome:
+                        allowed: Iterable[ToolCall], denied: Iterable[DeniedCall],
+                        finished: Iterable[DeniedCall] = ()) -> BatchOutcome:
     """Run the allowed calls concurrently, then after_tool_call per result in call order,
-    then append every answer to history (one per call of ``model_message``)."""
+    then append every answer to history (one per call of ``model_message``).
+
+    ``finished`` calls ran before the batch paused (their ``tool.after`` was published
+    then): their results are used as they are. If a call defers itself while running,
+    the outcome lists it in ``deferred`` and nothing enters history.
+    """
     allowed = list(allowed)
+    denied = list(denied)
     answers: dict[str, tuple[ToolCall, ToolResult]] = {}
+    for item in finished:
+        answers[item.call.id] = (item.call, item.result)
+    deferrals = _Deferrals()
     for item in denied:
         answers[item.call.id] = (item.call, item.result)
         rt._emit(EventTypes.TOOL_DENIED, lambda item=item: {
@@ -130,21 +161,40 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
             rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: {"call": call_payload(call), "batch_id": batch_id})
 
         def on_result(call: ToolCall, result: ToolResult) -> None:
-            rt._emit(EventTypes.TOOL_AFTER, lambda: {
-                "call": call_payload(call), "result": result_payload(result), "batch_id": batch_id,
-                "duration_ms": round((time.perf_counter() - started[call.id]) * 1000, 3)})
+            def payload() -> dict:
+                data = {"call": call_payload(call), "result": result_payload(result), "batch_id": batch_id,
+                        "duration_ms": round((time.perf_counter() - started[call.id]) * 1000, 3)}
+                deferral = deferrals.calls.get(call.id)
+                if deferral is not None:
+                    data["deferred"] = {"reason": deferral[0], "kind": deferral[1]}
+                return data
+            rt._emit(EventTypes.TOOL_AFTER, payload)
 
         state = rt.state
 
         def make_context(call: ToolCall) -> ToolContext:
             return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=state, batch_id=batch_id,
-                               call_id=call.id, cancel=ctx.cancel)
+                               call_id=call.id, cancel=ctx.cancel, on_defer=deferrals.add)
 
         results = await rt._offered_tools().execute_batch(allowed, make_context, on_result=on_result)
         for call, result in zip(sorted(allowed, key=lambda c: c.index), results):
             answers[call.id] = (call, result)
 
     outcome = BatchOutcome()
+    if deferrals.calls:
+        # A call handed itself to a person: the batch pauses with the others' results kept
+        # (before after_tool_call, which runs once for every call when the batch completes).
+        tools = rt._offered_tools()
+        for call in allowed:
+            deferral = deferrals.calls.get(call.id)
+            if deferral is not None:
+                reason, kind, detail = deferral
+                outcome.deferred.append(Deferred(call, reason, tools.risk_of(call.name) or ToolRisk.SAFE, kind, detail))
+        denied_ids = {d.call.id for d in denied}
+        for call_id, (call, result) in answers.items():
+            if call_id not in deferrals.calls and call_id not in denied_ids:
+                outcome.finished.append(DeniedCall(call=call, result=result, reason="ran before the batch paused"))
+        return outcome
     injected: list[AgentMessage] = []
     pipeline = rt._pipeline
     hooked = pipeline.has(HookSlot.AFTER_TOOL_CALL)

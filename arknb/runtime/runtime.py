@@ -24,7 +24,8 @@ from ..events.envelope import new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
-    AgentState, ApprovalDecision, ApprovalDecisionResult, MemoryStateStorage, PendingApprovalBatch, SecretLint,
+    AgentState, ApprovalDecision, ApprovalDecisionResult, MemoryStateStorage, PendingApprovalBatch,
+    PendingApprovalItem, SecretLint,
     StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
@@ -171,7 +172,7 @@ class AgentRuntime:
         self.bus = event_bus if event_bus is not None else EventBus()
         self.controller = AgentController(self.bus)
         self.controller.bind_approval_host(self)
-        self.hooks = HookRegistry(hooks)
+        self.hooks = hooks.copy() if isinstance(hooks, HookRegistry) else HookRegistry(hooks)
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
         self._extensions = ExtensionHost(
             [*keyword_extensions(plan_mode=plan_mode, skills=skills, compressor=compressor, memory=memory,
@@ -401,7 +402,11 @@ class AgentRuntime:
             return False
         # Ending a paused run is a (very short) run of its own: the same terminal path
         # answers the frozen calls, saves (mandatory), publishes agent.cancelled, after_run.
+        batch = state.pending_approval
         self._set_state(pending_approval=None)
+        if batch is not None and batch.finished_calls:
+            # Calls that already ran keep their real results; only the others are "not executed".
+            self._append_history(tool_message(f.call, f.result) for f in batch.finished_calls)
         self._launch(lambda ctx: drive(self, ctx, cancel_paused=True))
         return True
 
@@ -442,6 +447,11 @@ class AgentRuntime:
 
     # -- ApprovalHost ---------------------------------------------------------------
 
+    def list_pending_approvals(self) -> list[PendingApprovalItem]:
+        """The items a person decides now (for the controller): the pending batch's items,
+        with a sub-agent's item replaced by the sub-agent's own, under namespaced ids."""
+        return self._extensions.pending_items(self._state.pending_approval)
+
     def get_pending_approval_batch(self) -> PendingApprovalBatch | None:
         """The pending batch (immutable), for the controller."""
         return self._state.pending_approval
@@ -452,8 +462,20 @@ class AgentRuntime:
         """Apply one decision (the controller's only way in); ok only once it is saved.
 
         With ``batch_id``, only an item of that batch is decided (a card of another batch
-        is refused).
+        is refused). An id that an item's kind listed in its place (a sub-agent's
+        ``{name}/{approval_id}``) is routed to that kind.
         """
+        if self._detached is None and batch_id is None:
+            try:
+                await self._load()
+            except ArkError:
+                pass  # apply_decision below reports it
+            else:
+                # Outside the lock: routing may decide the item it belongs to, through the controller.
+                routed = await self._extensions.route(self._state.pending_approval, approval_id,
+                                                      ApprovalDecision(decision), deny_reason)
+                if routed is not None:
+                    return routed
         async with self._approval_lock:
             if self._detached is not None:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
@@ -558,7 +580,7 @@ class AgentRuntime:
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
-                                   f"{rid}:{self._seq}"))
+                                   f"{rid}:{self._seq}", None, None))
 
     def _set_state(self, **updates: Any) -> None:
         self._state = self._state.model_copy(update=updates)

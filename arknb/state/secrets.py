@@ -69,6 +69,10 @@ class SecretLint:
         escaped = json.dumps(value, ensure_ascii=False)[1:-1]
         self._known.append((value, escaped) if escaped != value else (value,))
 
+    def secrets(self) -> tuple[str, ...]:
+        """The configured secrets (to configure another runtime's lint the same; never log them)."""
+        return tuple(forms[0] for forms in self._known)
+
     def scan(self, text: str) -> list[str]:
         """Descriptions of the credentials in ``text``, each kind once, in a stable order.
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from arknb.domain import CancellationToken
+from arknb.domain import CancellationToken, ToolResult, invalid_argument
 
 __all__ = ["ToolContext"]
 
@@ -27,6 +27,8 @@ class ToolContext:
         call_id: The id of this tool call (``ToolCall.id``).
         cancel: Fires when the run is cancelled; long tools should check
             ``ctx.cancel.cancelled`` or ``await ctx.cancel.wait()``.
+        on_defer: set by the runtime: what :meth:`defer` reports to (None when a tool
+            is called by hand).
 
     Example:
         >>> from arknb.tools import ToolContext, tool
@@ -46,3 +48,25 @@ class ToolContext:
     batch_id: str = ""
     call_id: str = ""
     cancel: CancellationToken = field(default_factory=CancellationToken)
+    on_defer: Callable[[str, str, str, dict | None], ToolResult] | None = field(default=None, repr=False)
+
+    def defer(self, reason: str, *, kind: str = "tool", detail: dict | None = None) -> ToolResult:
+        """Hand this call to a person instead of answering it now; return what this returns.
+
+        The batch pauses like an approval once its other calls finished: their results
+        are kept, the pending batch is saved, ``approval.required`` is published and the
+        run ends ``awaiting_approval``. When the item is decided, an approved call runs
+        again (with the same ``call_id``, so the tool can pick up what it started) and a
+        denied one is answered ``tool_denied``; an extension's approval ``kind`` may
+        decide otherwise. A sub-agent waiting for its own approvals defers its
+        ``delegate_task`` call this way.
+
+        Raises:
+            ArkError: ``invalid_argument`` outside a call the runtime runs, or with an
+                empty reason.
+        """
+        if self.on_defer is None:
+            raise invalid_argument("ctx.defer() works only inside a tool call run by an AgentRuntime")
+        if not isinstance(reason, str) or not reason.strip():
+            raise invalid_argument("ctx.defer() needs a reason a person can read")
+        return self.on_defer(self.call_id, reason.strip(), kind, dict(detail) if detail else None)
