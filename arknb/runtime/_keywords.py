@@ -36,11 +36,17 @@ def _memory(value: Any) -> Extension | None:
     return memory_extension(value)
 
 
+def _subagents(value: Any) -> Extension | None:
+    from ..memory import subagents_extension
+    return subagents_extension(value)
+
+
 KEYWORDS: tuple[tuple[str, Callable[[Any], Extension | None]], ...] = (
     ("plan_mode", _plan_mode),
     ("skills", _skills),
     ("compressor", _compressor),
     ("memory", _memory),
+    ("subagents", _subagents),
 )
 """``(keyword, factory)``: a factory turns the keyword's value into an extension, or None
 for a value that installs nothing (``PlanMode.OFF``, no skills)."""
