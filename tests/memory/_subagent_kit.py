@@ -1,0 +1,56 @@
+"""What the sub-agent tests share: tools that count their side effects in a file, scripts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import arknb as ark
+from arknb import ScriptedModel, ScriptedTurn, ToolCall
+
+
+def call(call_id: str, name: str, index: int = 0, **arguments) -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments), index=index)
+
+
+def delegate(call_id: str, agent: str, task: str, index: int = 0) -> ScriptedTurn:
+    return ScriptedTurn(tool_calls=[call(call_id, "delegate_task", index, agent=agent, task=task)])
+
+
+def effect_tools(directory: Path) -> list:
+    """``clear_cache`` (dangerous) appends a line to ``effects.log`` each time it runs."""
+    effects = Path(directory) / "effects.log"
+
+    @ark.tool(risk="dangerous")
+    def clear_cache(path: str) -> str:
+        """Delete a cache folder."""
+        with effects.open("a") as handle:
+            handle.write(f"cleared {path}\n")
+        return f"cleared {path}"
+
+    @ark.tool
+    def count_files(path: str) -> str:
+        """Count the files in a folder."""
+        with (Path(directory) / "counted.log").open("a") as handle:
+            handle.write(f"counted {path}\n")
+        return f"{path} holds 3 files"
+
+    return [clear_cache, count_files]
+
+
+def cleaner_turns() -> list:
+    """The cleaner sub-agent's script: clear the cache (needs approval), then report."""
+    return [ScriptedTurn(text="Clearing it.", tool_calls=[call("k1", "clear_cache", path="/tmp/cache")]),
+            "The cache at /tmp/cache is cleared."]
+
+
+def cleaner(directory: Path, storage, turns: list | None = None) -> ark.SubAgent:
+    model = ScriptedModel(turns if turns is not None else cleaner_turns())
+    return ark.SubAgent("cleaner", "Clears caches. Give it the folder.",
+                        lambda sid: ark.AgentRuntime(model, tools=effect_tools(directory), storage=storage,
+                                                     session_id=sid))
+
+
+def effects(directory: Path) -> list[str]:
+    path = Path(directory) / "effects.log"
+    return path.read_text().splitlines() if path.exists() else []
