@@ -3,8 +3,8 @@
 Autosaves (after user input, after model text, after a tool batch) may be skipped by a
 ``before_persist_state`` hook. Awaiting-approval, suspend and terminal saves are
 mandatory: ``skip`` is ignored and a failed terminal save marks the session not
-resumable. Every save runs the secret lint first. A save is never claimed that did not
-happen.
+resumable. Every save runs the secret lint first, which redacts what it finds (in the
+saved copy and in memory). A save is never claimed that did not happen.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..domain import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability
 from ..events import EventTypes
 from ..hooks import HookSlot, PersistAction, StatePersistenceHookContext
+from ._redaction import lint_before_save
 
 if TYPE_CHECKING:
     from ._context import RunContext
@@ -57,10 +58,9 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
             return _failed(rt, reason, mandatory, error, hook=decision.hook)
     state = rt._stamp_state()
     try:
-        # Every save is linted, not only the mandatory ones: an autosave that wrote a
-        # credential would leave it on disk even though the terminal save refuses it.
-        rt.secret_lint.check(state, history_from=rt._linted_history)
-        rt._linted_history = len(state.history)
+        # Every save is linted, not only the mandatory ones (an autosave would otherwise
+        # write what the terminal save redacts); a finding is redacted, not refused.
+        state = lint_before_save(rt, state)
         await rt.storage.save(state)
     except Exception as exc:  # a lint refusal stays as it is; any other failure: the save did not happen
         refused = isinstance(exc, ArkError) and exc.code == ErrorCode.SECRET_IN_STATE

@@ -17,10 +17,11 @@ from .file_storage import FileStateStorage
 from .storage import MemoryStateStorage, StateStorage, validate_session_id
 
 # security
-from .secrets import SecretLint
+from .secrets import REDACTED, Redaction, SecretLint, redact_value
 
 __all__ = [
     "MIGRATIONS", "SCHEMA_VERSION", "AgentState", "ApprovalDecision", "ApprovalDecisionResult",
     "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
-    "PendingApprovalItem", "SecretLint", "StateStorage", "migrate", "validate_session_id",
+    "PendingApprovalItem", "REDACTED", "Redaction", "SecretLint", "StateStorage", "migrate", "redact_value",
+    "validate_session_id",
 ]
