@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
     "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
     "durable": {"domain", "state"},
+    "scan_secrets": {"state"},
 }
 
 
