@@ -1,25 +1,31 @@
 """The runtime's redactor: no secret leaves the runtime (DESIGN §9 "Secrets").
 
-Every secret the runtime knows (``AgentRuntime(secrets=...)`` and each API key the
-model reports when it resolves one) and every credential-shaped string is replaced by
-``[redacted]`` at the runtime's exits, each time with a ``secret.redacted`` event
-(where, how many, what kind; never the value):
+The secrets the runtime knows are ``AgentRuntime(secrets=...)`` and every API key the
+model reports (``observe_secrets``: as it resolves each key, before the request that
+uses it is sent). They are replaced by ``[redacted]`` at the runtime's exits, each time
+with a ``secret.redacted`` event (where, how many, what kind; never the value):
 
 - events, before they are published (``AgentRuntime._publish``): every payload but
-  ``llm.chunk``, which :class:`ChunkGuard` handles;
+  ``llm.chunk``, which :class:`ChunkGuard` handles. Widgets and exported traces are
+  built from events and state, so they are clean too;
 - history, as messages are appended (user input, model messages, tool answers, hook
-  injections), so state in memory, saved state and the widgets built from it are clean;
+  injections): state in memory, the next model request and saved state are clean;
 - the :class:`AgentRunResult` a run returns (final message, error);
 - saved state, by the save-time lint (:mod:`arknb.state.secrets`), the last line.
 
-Streamed text (``llm.chunk``): a configured secret may arrive split across chunks.
+Credential *shapes* from sources the runtime does not know (``sk-...`` keys, bearer
+tokens, ``Authorization`` headers) are redacted from history, run results and saved
+state, not from event payloads: matching three patterns in every payload would cost
+every run several per cent. ``python -m arknb.scan_secrets`` finds them in exported
+traces before they are shared.
+
+Streamed text (``llm.chunk``): a known secret may arrive split across chunks.
 :class:`ChunkGuard` holds back the end of a chunk while it could be the start of a known
 secret (at most ``len(secret) - 1`` characters) and releases it with the next chunk or
 at the end of the stream. So no ``llm.chunk`` payload, and no concatenation of the
-consecutive chunks of one model call, contains a configured secret known when they were
-published. Credential *shapes* (``sk-...``) are not matched in chunks: a pattern cannot
-be told from ordinary text before it ends. They are redacted in the assembled
-``llm.after`` event, in history and in the saved state.
+consecutive chunks of one model call, contains a secret known when they were published.
+The cost: a chunk that ends like the start of a secret reaches listeners one chunk
+later. With no secret known a chunk costs one attribute test.
 """
 
 from __future__ import annotations
@@ -235,6 +241,6 @@ def lint_before_save(rt: AgentRuntime, state: AgentState) -> AgentState:
         rt.loop_detector.restore(state.loop_window, state.loop_forgiven)
     rt._state = state
     for redaction in redactions:
-        rt._redactor.report(redaction)
+        redactor.report(redaction)
     rt._state = state = state.model_copy(update={"event_sequence": rt._seq})  # the reports used numbers
     return state

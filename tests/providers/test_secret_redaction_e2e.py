@@ -121,8 +121,12 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
         _install_hooks(runtime)
         events: list[ark.AgentEvent] = []
         runtime.bus.subscribe(EventTypes.ANY, events.append)
-        timeline = TimelineWidget(runtime)
-        chat = ChatWidget(runtime)
+        # Widgets that flush every change at once, their messages to the front end captured.
+        sent: list = []
+        timeline = TimelineWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+        chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+        for widget in (timeline, chat):
+            widget.send = lambda content, buffers=None: sent.append(content)
 
         first = await runtime.run("check my key")
         assert first.stop_reason == "awaiting_approval", first.error
@@ -161,6 +165,7 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
         "events": "\n".join(e.to_json() for e in events),
         "timeline": _texts_of([timeline.events, timeline.rows(), timeline.spans()]),
         "chat": _texts_of([chat.transcript, chat.approvals, chat.error]) + chat_pending,
+        "widget messages": _texts_of(sent),
         "replay": _texts_of(ChatWidget.from_events(events).transcript),
         "restored chat": _texts_of(ChatWidget(restored).transcript),
         "state": runtime.state.to_json() + repr(runtime.state) + restored.state.to_json(),
@@ -170,6 +175,7 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
     for what, text in texts.items():
         assert KEY not in text, f"key found in {what}"
     assert "[redacted]" in texts["state"] and "[redacted]" in texts["restored chat"]
+    assert len(sent) > 10 and "[redacted]" in texts["widget messages"]
 
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert export in files and len(files) >= 2

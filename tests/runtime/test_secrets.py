@@ -381,3 +381,12 @@ def test_redactor_returns_clean_values_unchanged():
     redactor = Redactor(SecretLint([CONFIGURED]), lambda *_: pytest.fail("nothing to report"))
     payload = {"text": "nothing here", "items": [1, 2.5, None, True], "message": AgentMessage.user("hi")}
     assert redactor.value(payload, "x") is payload
+
+
+def test_chunk_guard_holds_a_long_secret_split_anywhere():
+    secret = "L" + "0123456789abcdef" * 20   # longer than the prefix table's limit
+    guard = ChunkGuard(Redactor(SecretLint([secret]), lambda *_: None))
+    text = f"x {secret} y {secret[:100]}z"
+    out = [guard.feed("text", text[i:i + 7]) for i in range(0, len(text), 7)] + [guard.flush("text")]
+    assert "".join(out) == text.replace(secret, REDACTED)
+    assert all(secret not in "".join(out[:i + 1]) for i in range(len(out)))
