@@ -134,10 +134,8 @@ class SecretScanner:
                         self._scan_file(sibling, report, explicit=False)
             elif path.name.endswith(_SIDE_SUFFIXES):
                 found = list(self._scan_bytes(path.read_bytes()))
-            elif path.suffix == ".ipynb":
-                found = list(self._scan_notebook(path))
-            elif path.suffix in _JSON_SUFFIXES:
-                found = list(self._scan_json_file(path))
+            elif path.suffix == ".ipynb" or path.suffix in _JSON_SUFFIXES:
+                found = list(self._scan_json_file(path, notebook=path.suffix == ".ipynb"))
             else:
                 found = list(self._scan_lines(path))
         except (OSError, sqlite3.Error) as exc:
@@ -146,16 +144,17 @@ class SecretScanner:
         report.files.append(shown)
         report.findings.extend(Finding(shown, location, kind) for location, kind in found)
 
-    def _scan_notebook(self, path: Path) -> Iterator[tuple[str, str]]:
+    def _scan_json_file(self, path: Path, *, notebook: bool = False) -> Iterator[tuple[str, str]]:
+        """A JSON document (a notebook, a saved state); text that is not JSON line by line."""
         try:
-            notebook = json.loads(path.read_text(encoding="utf-8-sig"))
+            document = json.loads(path.read_text(encoding="utf-8-sig"))
         except (ValueError, RecursionError):
             yield from self._scan_lines(path, note=" (not valid JSON)")
             return
-        if not isinstance(notebook, dict):
-            yield from self._scan_json(notebook, "$")
+        if not notebook or not isinstance(document, dict):
+            yield from self._scan_json(document, "$")
             return
-        for index, cell in enumerate(notebook.get("cells") or ()):
+        for index, cell in enumerate(document.get("cells") or ()):
             if not isinstance(cell, dict):
                 yield from self._scan_json(cell, f"cell {index}")
                 continue
@@ -163,17 +162,9 @@ class SecretScanner:
             for key, value in cell.items():
                 if key != "cell_type":
                     yield from self._scan_json(value, f"{where} {key}", key=key)
-        for key, value in notebook.items():
+        for key, value in document.items():
             if key != "cells":
                 yield from self._scan_json(value, f"notebook {key}", key=key)
-
-    def _scan_json_file(self, path: Path) -> Iterator[tuple[str, str]]:
-        try:
-            document = json.loads(path.read_text(encoding="utf-8-sig"))
-        except (ValueError, RecursionError):
-            yield from self._scan_lines(path, note=" (not valid JSON)")
-            return
-        yield from self._scan_json(document, "$")
 
     def _scan_lines(self, path: Path, note: str = "") -> Iterator[tuple[str, str]]:
         """A JSONL file (trace, cassette) or any text: line by line, each JSON line walked."""

@@ -30,6 +30,7 @@ later. With no secret known a chunk costs one attribute test.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain import AgentMessage, ArkError
@@ -127,10 +128,7 @@ class Redactor:
             error = self.error(result.error, "run result error")
             if error is not result.error:
                 updates["error"] = error
-        if not updates:
-            return result
-        fields = {name: getattr(result, name) for name in result.__dataclass_fields__}
-        return AgentRunResult(**{**fields, **updates})
+        return dataclasses.replace(result, **updates) if updates else result
 
     def error(self, error: ArkError, where: str) -> ArkError:
         """``error`` itself when clean, else a copy with its message (and provider code)
