@@ -390,3 +390,18 @@ def test_chunk_guard_holds_a_long_secret_split_anywhere():
     out = [guard.feed("text", text[i:i + 7]) for i in range(0, len(text), 7)] + [guard.flush("text")]
     assert "".join(out) == text.replace(secret, REDACTED)
     assert all(secret not in "".join(out[:i + 1]) for i in range(len(out)))
+
+
+async def test_a_tool_error_holding_a_secret_is_redacted(tmp_path):
+    @ark.tool
+    def lookup(query: str) -> str:
+        """Fails, quoting the credential it was given."""
+        raise PermissionError(f"token {CONFIGURED} was refused")
+
+    runtime = ark.AgentRuntime(ark.ScriptedModel(lookup_turns()), tools=[lookup],
+                               storage=ark.FileStateStorage(tmp_path), secrets=[CONFIGURED])
+    log = EventLog(runtime)
+    result = await runtime.run("go")
+    answer = runtime.state.history[2]
+    assert result.persisted and answer.is_error and f"token {REDACTED} was refused" in answer.text
+    _no(CONFIGURED, *(e.to_json() for e in log.events), *(p.read_text() for p in tmp_path.iterdir()))
