@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Callable
 
+from pydantic import SecretStr
+
 from ..controller import AgentController
 from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role, ToolResult,
@@ -83,7 +85,7 @@ class AgentRuntime:
                  hooks: Iterable[AgentHook] = (), storage: StateStorage | None = None, session_id: str | None = None,
                  max_turns: int = 20, loop_detector: LoopDetector | None = None, event_bus: EventBus | None = None,
                  config: ModelConfig | None = None, require_approval: bool = True, max_model_retries: int = 2,
-                 secrets: Iterable[str] = (), clock: Callable[[], float] | None = None,
+                 secrets: Iterable[str | SecretStr] = (), clock: Callable[[], float] | None = None,
                  state: AgentState | None = None) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
@@ -111,6 +113,15 @@ class AgentRuntime:
             raise invalid_argument(f"require_approval must be a bool, got {require_approval!r}")
         if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable):
             raise invalid_argument(f"secrets must be a list of strings, got {type(secrets).__name__}")
+        secrets = tuple(secrets)
+        for number, secret in enumerate(secrets):
+            plain = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
+            # Never quote the value: this message may be shown or logged.
+            if not isinstance(plain, str):
+                raise invalid_argument(f"secrets[{number}] must be a str or SecretStr, got {type(plain).__name__}")
+            if len(plain) < 8:
+                raise invalid_argument(f"secrets[{number}] is shorter than 8 characters: it cannot be told from "
+                                       "ordinary text, so it cannot be redacted reliably")
         if clock is not None and not callable(clock):
             raise invalid_argument(f"clock must be a callable returning seconds, got {type(clock).__name__}")
         if state is not None and not isinstance(state, AgentState):
