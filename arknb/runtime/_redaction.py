@@ -90,7 +90,8 @@ class Redactor:
             return payload, None
         return redacted, Redaction(f"event {event_type}", len(hits), tuple(sorted(set(hits))))
 
-    def messages(self, history: tuple[AgentMessage, ...], messages: tuple[AgentMessage, ...]) -> tuple[AgentMessage, ...]:
+    def messages(self, history: tuple[AgentMessage, ...],
+                 messages: tuple[AgentMessage, ...]) -> tuple[AgentMessage, ...]:
         """Messages about to be appended to ``history``, redacted (secrets and shapes)."""
         out = list(messages)
         changed = False
@@ -102,20 +103,22 @@ class Redactor:
                 changed = True
                 self.report(Redaction(f"history[{first_index + offset}]", len(hits), tuple(sorted(set(hits)))))
         if out and self.checked_from(history) == first_index:
-            self._checked = (first_index + len(out), out[-1], len(self.lint))
+            self._checked = (first_index + len(out), out[-1], len(self.lint.known_values))
         return tuple(out) if changed else messages
 
     def checked_from(self, history: tuple[AgentMessage, ...]) -> int:
         """Where the unchecked part of ``history`` starts (0 after a secret was learnt,
         or when history is not the one checked, e.g. a state loaded in its place)."""
         count, last, known = self._checked
-        if known != len(self.lint) or count > len(history) or (count and history[count - 1] is not last):
+        if known != len(self.lint.known_values) or count > len(history):
+            return 0
+        if count and history[count - 1] is not last:
             return 0
         return count
 
     def mark_checked(self, history: tuple[AgentMessage, ...]) -> None:
         """All of ``history`` was checked with the secrets known now."""
-        self._checked = (len(history), history[-1] if history else None, len(self.lint))
+        self._checked = (len(history), history[-1] if history else None, len(self.lint.known_values))
 
     def result(self, result: AgentRunResult) -> AgentRunResult:
         """A run's result with its final message and error redacted."""
@@ -159,7 +162,7 @@ class ChunkGuard:
     ``flush(kind)`` returns what is still held at the end of the stream.
     """
 
-    __slots__ = ("_lint", "_redactor", "_held", "_secrets", "_prefixes", "_long")
+    __slots__ = ("_lint", "_redactor", "_held", "_secrets", "_prefixes", "_ends", "_long")
 
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
@@ -167,6 +170,7 @@ class ChunkGuard:
         self._held: dict[str, str] = {}
         self._secrets: tuple[str, ...] = ()
         self._prefixes: tuple[str, ...] = ()
+        self._ends: frozenset[str] = frozenset()
         self._long: tuple[str, ...] = ()
 
     def feed(self, kind: str, text: str) -> str:
@@ -177,6 +181,8 @@ class ChunkGuard:
             self._secrets = secrets
             short = [secret for secret in secrets if len(secret) <= _PREFIX_LIMIT]
             self._prefixes = tuple({secret[:size] for secret in short for size in range(1, len(secret))})
+            # The characters a proper prefix can end with: most chunks end with another.
+            self._ends = frozenset(prefix[-1] for prefix in self._prefixes)
             self._long = tuple(secret for secret in secrets if len(secret) > _PREFIX_LIMIT)
         held = self._held
         if held:
@@ -190,7 +196,7 @@ class ChunkGuard:
         if count:
             self._redactor.report(Redaction("event llm.chunk", count, ("configured secret",)))
         keep = 0
-        if text.endswith(self._prefixes):  # one C call; true only near a possible secret
+        if text and text[-1] in self._ends and text.endswith(self._prefixes):
             keep = max(len(prefix) for prefix in self._prefixes if text.endswith(prefix))
         if self._long:
             keep = max(keep, _held_suffix(text, self._long))

@@ -40,7 +40,8 @@ _MAX_DEPTH = 64
 # Escaped quotes (\") are allowed around header names because the text may be JSON.
 _TOKEN = r"[A-Za-z0-9\-._~+/]{16,}=*"
 _PATTERNS = re.compile(
-    r"(?P<authorization>\b(?i:authorization)[\\\"']*\s*[:=]\s*[\\\"']*(?:[A-Za-z]+\s+)?)(?P<authorization_v>" + _TOKEN + ")"
+    r"(?P<authorization>\b(?i:authorization)[\\\"']*\s*[:=]\s*[\\\"']*(?:[A-Za-z]+\s+)?)"
+    r"(?P<authorization_v>" + _TOKEN + ")"
     r"|(?P<bearer>\b(?i:bearer)\s+)(?P<bearer_v>" + _TOKEN + ")"
     r"|(?P<sk_key>)(?P<sk_key_v>\bsk-[A-Za-z0-9_\-]{16,})"
 )
@@ -51,7 +52,8 @@ def _has_anchor(text: str) -> bool:
     if "sk-" in text:
         return True
     lowered = text.lower()
-    return "bearer" in lowered or "authorization" in lowered or "api-key" in lowered or "api_key" in lowered
+    return ("bearer" in lowered or "authorization" in lowered
+            or ("api" in lowered and ("api-key" in lowered or "api_key" in lowered)))
 # A mapping entry {"X-Authorization": "<token>"} is a header even though no single string
 # holds both the name and the value.
 _HEADER_KEY = re.compile(r"(?i:authorization|x-api-key|api[-_]key)\Z")

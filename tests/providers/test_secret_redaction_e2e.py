@@ -114,8 +114,9 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
     server.script(*_turns())
     folder = tmp_path / "store"
     folder.mkdir()
-    client = OpenAICompatibleClient(deepseek().replace(base_url=server.base_url), api_key=_key_source(source, monkeypatch),
-                                    model="deepseek-chat", retry=RetryPolicy(max_retries=0))
+    client = OpenAICompatibleClient(deepseek().replace(base_url=server.base_url),
+                                    api_key=_key_source(source, monkeypatch), model="deepseek-chat",
+                                    retry=RetryPolicy(max_retries=0))
     async with client:
         runtime = ark.AgentRuntime(client, tools=_tools(), storage=_store(store_kind, folder), session_id="keyed")
         _install_hooks(runtime)
