@@ -21,6 +21,7 @@ import json
 import os
 import time
 from collections import OrderedDict
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, AsyncIterator, Literal
 
@@ -219,8 +220,9 @@ class ReplayModel:
             if record is None:
                 raise tape.mismatch(canonical)
             tape.advance(record)
-            async for event in _play(record, self.path, self.timing, cancel):
-                yield event
+            async with aclosing(_play(record, self.path, self.timing, cancel)) as events:
+                async for event in events:
+                    yield event
         finally:
             self._gate.busy = False
 
@@ -319,13 +321,16 @@ class Recorder:
             record = None if self.mode == "all" else tape.find(digest)
             if record is not None:
                 tape.advance(record)
-                async for event in _play(record, self.path, self.timing, cancel):
-                    yield event
+                async with aclosing(_play(record, self.path, self.timing, cancel)) as events:
+                    async for event in events:
+                        yield event
                 return
             if self._replay_only:
                 raise tape.mismatch(canonical)
-            async for event in self._record(request, canonical, digest, cancel):
-                yield event
+            # aclosing: when the run stops reading, the record is written before this returns.
+            async with aclosing(self._record(request, canonical, digest, cancel)) as events:
+                async for event in events:
+                    yield event
         finally:
             self._gate.busy = False
 
@@ -356,6 +361,8 @@ class Recorder:
             aclose = getattr(upstream, "aclose", None)
             if aclose is not None:
                 await aclose()
+            # A reader that stops right after model_complete (generate) got the whole call.
+            complete = complete or bool(events and events[-1][1].type == "model_complete")
             if keep and not (cancel is not None and cancel.cancelled):
                 self._write(request, canonical, digest, events, error, complete)
 
@@ -442,8 +449,9 @@ class ForkedModel:
                     raise tape.mismatch(canonical)
                 tape.advance(record)
                 self.replayed += 1
-                async for event in _play(record, self.path, self.timing, cancel):
-                    yield event
+                async with aclosing(_play(record, self.path, self.timing, cancel)) as events:
+                    async for event in events:
+                        yield event
                 return
             tape.calls += 1
             self.forwarded += 1
