@@ -5,6 +5,7 @@ and below) never imports it.
 """
 
 from .chat import ChatWidget
+from .compare import TraceCompareWidget
 from .timeline import TimelineWidget
 
-__all__ = ["ChatWidget", "TimelineWidget"]
+__all__ = ["ChatWidget", "TimelineWidget", "TraceCompareWidget"]
