@@ -49,11 +49,13 @@ class TraceCompareWidget(anywidget.AnyWidget):
     actual_turns = traitlets.List().tag(sync=True)
     divergence = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     labels = traitlets.List(["expected", "actual"]).tag(sync=True)
+    ignored_keys = traitlets.List().tag(sync=True)
+    """Payload keys the comparison ignores (ids, times); the payload diff leaves them out too."""
 
     def __init__(self, expected: Iterable[Any], actual: Iterable[Any], *,
                  labels: tuple[str, str] = ("expected", "actual"), **kwargs: Any) -> None:
         # arknb.eval is loaded only here: importing the widgets must not import it.
-        from ..eval.divergence import first_divergence, turn_numbers
+        from ..eval.divergence import IGNORED_KEYS, first_divergence, turn_numbers
 
         if (not isinstance(labels, (list, tuple)) or len(labels) != 2
                 or not all(isinstance(x, str) and x for x in labels)):
@@ -64,6 +66,7 @@ class TraceCompareWidget(anywidget.AnyWidget):
         self._divergence = found
         super().__init__(expected=left, actual=right, expected_turns=turn_numbers(left),
                          actual_turns=turn_numbers(right), labels=list(labels),
+                         ignored_keys=sorted(IGNORED_KEYS),
                          divergence=None if found is None else {
                              "index": found.index, "turn": found.turn, "event_type": found.event_type,
                              "path": found.path, "expected": jsonable(found.expected),

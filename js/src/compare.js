@@ -30,6 +30,15 @@ function summary(e) {
   }
 }
 
+/** A payload without the keys that differ between any two runs (ids, times), as compared. */
+export function stripIgnored(value, ignored) {
+  if (Array.isArray(value)) return value.map((v) => stripIgnored(v, ignored));
+  if (value === null || typeof value !== "object") return value;
+  const out = {};
+  for (const [k, v] of Object.entries(value)) if (!ignored.has(k)) out[k] = stripIgnored(v, ignored);
+  return out;
+}
+
 /** Group event indices by turn: [{turn, expected: [i...], actual: [j...]}], turns ascending. */
 export function alignByTurn(expectedTurns, actualTurns, keep) {
   const groups = new Map();
@@ -61,6 +70,7 @@ function render({ model, el }) {
       expected: model.get("expected") || [], actual: model.get("actual") || [],
       expectedTurns: model.get("expected_turns") || [], actualTurns: model.get("actual_turns") || [],
       divergence: model.get("divergence") || null, labels: model.get("labels") || ["expected", "actual"],
+      ignored: new Set(model.get("ignored_keys") || []),
     };
   }
 
@@ -71,8 +81,9 @@ function render({ model, el }) {
     setChildren(detail,
       h("div", { class: "arknb-detail-head" }, h("strong", {}, `event ${i}`),
         ` · ${d.labels[0]}: ${a ? a.type : "—"} · ${d.labels[1]}: ${b ? b.type : "—"}`),
-      a && b ? h("div", {}, h("div", { class: "arknb-muted" }, `${d.labels[0]} → ${d.labels[1]} (payload)`),
-        diffView(a.payload, b.payload)) : null,
+      a && b ? h("div", {}, h("div", { class: "arknb-muted" },
+        `${d.labels[0]} → ${d.labels[1]} (payload as compared: ids and times left out)`),
+        diffView(stripIgnored(a.payload, d.ignored), stripIgnored(b.payload, d.ignored))) : null,
       jsonView(side === "expected" ? (a || b) : (b || a), { openDepth: 1 }));
   }
 

@@ -13,10 +13,10 @@ def traces():
     common = [event(1, "agent.started", input=["hi"]), event(2, "llm.before", turn=1, attempt=0),
               event(3, "llm.chunk", kind="text", text=XSS, index=0),
               event(4, "llm.after", turn=1, message={"role": "assistant", "contents": [{"text": "Let me add."}]})]
-    expected = common + [event(5, "tool.before", call=call), event(6, "tool.after", call=call, result={"text": "3"}),
+    expected = common + [event(5, "tool.before", call=call, batch_id="b1"), event(6, "tool.after", call=call, result={"text": "3"}),
                          event(7, "llm.before", turn=2, attempt=0), event(8, "llm.after", turn=2),
                          event(9, "agent.success", stop_reason="completed")]
-    actual = common + [event(5, "tool.before", call=changed), event(6, "tool.after", call=changed, result={"text": "6"}),
+    actual = common + [event(5, "tool.before", call=changed, batch_id="b2"), event(6, "tool.after", call=changed, result={"text": "6"}),
                        event(7, "llm.before", turn=2, attempt=0), event(8, "llm.after", turn=2),
                        event(9, "llm.before", turn=3, attempt=0), event(10, "llm.after", turn=3),
                        event(11, "agent.success", stop_reason="completed")]
@@ -26,7 +26,7 @@ def traces():
 def state(expected, actual, divergence):
     turns = lambda evs: [sum(1 for x in evs[: i + 1] if x["type"] == "llm.before") for i in range(len(evs))]  # noqa: E731
     return {"expected": expected, "actual": actual, "expected_turns": turns(expected), "actual_turns": turns(actual),
-            "divergence": divergence, "labels": ["recorded", "replayed"]}
+            "divergence": divergence, "labels": ["recorded", "replayed"], "ignored_keys": ["batch_id"]}
 
 
 DIVERGENCE = {"index": 4, "turn": 1, "event_type": "tool.before", "path": "arguments.b", "expected": 2, "actual": 5,
@@ -64,6 +64,7 @@ def test_turns_side_by_side_with_the_first_divergence_marked(harness):
     detail = page.get_by_test_id("arknb-compare-detail")
     diff = detail.get_by_test_id("arknb-diff").inner_text()
     assert '-     "arguments_json": "{\\"a\\": 1, \\"b\\": 2}"' in diff and '"b\\": 5' in diff
+    assert "batch_id" not in diff
     assert page.locator("[aria-pressed='true']").count() == 2
 
     page.get_by_test_id("arknb-compare-hide-chunks").check()

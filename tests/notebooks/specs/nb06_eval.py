@@ -112,15 +112,21 @@ print("\\n".join(failed.error.message.splitlines()[1:-1]))   # the diff against 
     md("""
 `ev.fork(path, at_call=1, then=model)` replays the first call from the cassette and
 sends the rest to another model (a live one in practice): an A/B of the hook on
-recorded traffic. The first divergence names the turn, the event and the field:
+recorded traffic. The first divergence is the hook's decision itself; leave the
+`hook.decision` events out and it names the turn, the event and the changed field:
 """),
     code("""
 live = ark.ScriptedModel(["20 EUR is 17.00 GBP."])
 rt, changed = replay_runtime(ev.fork(cassette, at_call=1, then=live))
 print((await pounds_only(rt).run("How much is 20 EUR in dollars?")).text)
-divergence = ev.first_divergence([e for e in recorded if e.type != ark.EventTypes.HOOK_DECISION],
-                                 [e for e in changed if e.type != ark.EventTypes.HOOK_DECISION])
-print(divergence)
+print(ev.first_divergence(recorded, changed))           # the first thing that differs: the hook decides
+
+
+def without_hook_decisions(events):
+    return [e for e in events if e.type != ark.EventTypes.HOOK_DECISION]
+
+
+print(ev.first_divergence(without_hook_decisions(recorded), without_hook_decisions(changed)))
 """),
     md("""
 ## A suite with a grader of each kind
@@ -247,10 +253,12 @@ ark.TimelineWidget(trace)
     md("""
 `TimelineWidget.compare(expected, actual)` puts two traces side by side, aligned by
 turn, with the first divergence marked — here the recorded run against the one with
-the pounds hook:
+the pounds hook (without the hook's decisions, as above). Click an event to see both
+payloads and their diff:
 """),
     code("""
 # NBVAL_IGNORE_OUTPUT
-ark.TimelineWidget.compare(recorded, changed)
+ark.TimelineWidget.compare(without_hook_decisions(recorded), without_hook_decisions(changed),
+                           labels=("recorded", "with pounds_only"))
 """),
 ]
