@@ -5,7 +5,6 @@ and below) never imports it.
 """
 
 from .chat import ChatWidget
-from .compare import TraceCompareWidget
 from .timeline import TimelineWidget
 
-__all__ = ["ChatWidget", "TimelineWidget", "TraceCompareWidget"]
+__all__ = ["ChatWidget", "TimelineWidget"]

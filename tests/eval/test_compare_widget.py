@@ -7,7 +7,7 @@ import pytest
 import arknb as ark
 import arknb.eval as ev
 from arknb import ArkError
-from arknb.widgets import TraceCompareWidget
+from arknb.widgets.compare import TraceCompareWidget
 
 from ._kit import add_model, run_add
 
