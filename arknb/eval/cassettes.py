@@ -97,6 +97,12 @@ class _Tape:
                 return record
         return None
 
+    def lookup(self, request: ModelRequest) -> tuple[str, str, CassetteRecord | None]:
+        """``(canonical JSON, hash, matching next record or None)`` for a request."""
+        canonical = self.hasher.canonical(request)
+        digest = self.hasher.digest(canonical)
+        return canonical, digest, self.find(digest)
+
     def advance(self, record: CassetteRecord) -> None:
         self.cursor = record.call
         self.calls += 1
@@ -121,9 +127,11 @@ class _Tape:
                         f"mode='all', or fork(path, at_call={self.calls}, then=client) to A/B the change")
 
 
-async def _play(record: CassetteRecord, path: Path, timing: str,
+async def _play(tape: _Tape, record: CassetteRecord, timing: str,
                 cancel: CancellationToken | None) -> AsyncIterator[StreamingEvent]:
-    """Yield a record's events (waiting for their offsets with ``timing="recorded"``)."""
+    """Move the tape to ``record`` and yield its events (at their offsets with ``timing="recorded"``)."""
+    tape.advance(record)
+    path = tape.path
     loop = asyncio.get_running_loop()
     start = loop.time()
     recorded = timing == "recorded"
@@ -214,13 +222,10 @@ class ReplayModel:
         """Yield the next record's events; the request must match it."""
         self._gate.enter()
         try:
-            tape = self._tape
-            canonical = tape.hasher.canonical(request)
-            record = tape.find(tape.hasher.digest(canonical))
+            canonical, _digest, record = self._tape.lookup(request)
             if record is None:
-                raise tape.mismatch(canonical)
-            tape.advance(record)
-            async with aclosing(_play(record, self.path, self.timing, cancel)) as events:
+                raise self._tape.mismatch(canonical)
+            async with aclosing(_play(self._tape, record, self.timing, cancel)) as events:
                 async for event in events:
                     yield event
         finally:
@@ -315,18 +320,14 @@ class Recorder:
         """Replay the matching record, or forward to ``client`` and record the call."""
         self._gate.enter()
         try:
-            tape = self._tape
-            canonical = tape.hasher.canonical(request)
-            digest = tape.hasher.digest(canonical)
-            record = None if self.mode == "all" else tape.find(digest)
-            if record is not None:
-                tape.advance(record)
-                async with aclosing(_play(record, self.path, self.timing, cancel)) as events:
+            canonical, digest, record = self._tape.lookup(request)
+            if record is not None and self.mode != "all":
+                async with aclosing(_play(self._tape, record, self.timing, cancel)) as events:
                     async for event in events:
                         yield event
                 return
             if self._replay_only:
-                raise tape.mismatch(canonical)
+                raise self._tape.mismatch(canonical)
             # aclosing: when the run stops reading, the record is written before this returns.
             async with aclosing(self._record(request, canonical, digest, cancel)) as events:
                 async for event in events:
@@ -439,17 +440,14 @@ class ForkedModel:
         try:
             tape = self._tape
             if tape.calls < self.at_call:
-                canonical = tape.hasher.canonical(request)
-                if self.match:
-                    record = tape.find(tape.hasher.digest(canonical))
-                else:
+                canonical, _digest, record = tape.lookup(request)
+                if not self.match:
                     following = tape.children.get(tape.cursor, ())
                     record = following[0] if following else None
                 if record is None:
                     raise tape.mismatch(canonical)
-                tape.advance(record)
                 self.replayed += 1
-                async with aclosing(_play(record, self.path, self.timing, cancel)) as events:
+                async with aclosing(_play(tape, record, self.timing, cancel)) as events:
                     async for event in events:
                         yield event
                 return
