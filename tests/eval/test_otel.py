@@ -271,3 +271,13 @@ async def test_spans_reach_an_otlp_http_receiver(tmp_path):
     assert attributes[G.GEN_AI_OPERATION_NAME].string_value == "invoke_agent"
     tool = next(s for s in got if s.name == "execute_tool add")
     assert tool.parent_span_id == run.span_id and tool.trace_id == run.trace_id
+
+
+def test_without_the_extra_instrument_names_it(monkeypatch):
+    from arknb.eval import otel
+
+    monkeypatch.setattr(otel, "_IMPORT_ERROR", ImportError("No module named 'opentelemetry'"))
+    with pytest.raises(ark.ArkError) as info:
+        otel.instrument(ark.AgentRuntime(add_model(), tools=[add]))
+    assert (info.value.layer, info.value.code) == ("config", "otel_unavailable")
+    assert "pip install 'arknb[otel]'" in info.value.message
