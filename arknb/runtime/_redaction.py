@@ -226,9 +226,14 @@ def _held_suffix(text: str, secrets: tuple[str, ...]) -> int:
     return longest
 
 
-def lint_before_save(rt: AgentRuntime, state: AgentState) -> AgentState:
-    """The save-time lint, the last line: ``state`` (just stamped) with every finding
-    redacted, in memory too, each reported by a ``secret.redacted`` event.
+def lint_before_save(rt: AgentRuntime, state: AgentState, *, in_memory: bool = True) -> AgentState:
+    """The save-time lint, the last line: ``state`` (about to be saved) with every finding
+    redacted, each reported by a ``secret.redacted`` event.
+
+    Args:
+        in_memory: ``state`` is the runtime's own state: it is replaced by the redacted
+            one at once. Otherwise (a decision's candidate state, which becomes the
+            runtime's only once saved) the caller keeps the returned state.
 
     Only the messages added since the last lint and the small rest of the state are
     scanned (history only grows). Raises ``secret_in_state`` only for a finding that no
@@ -243,8 +248,11 @@ def lint_before_save(rt: AgentRuntime, state: AgentState) -> AgentState:
         # A call's arguments held a secret: the detector keeps the redacted signatures,
         # or the next save would write the secret again.
         rt.loop_detector.restore(state.loop_window, state.loop_forgiven)
-    rt._state = state
+    if in_memory:
+        rt._state = state
     for redaction in redactions:
         redactor.report(redaction)
-    rt._state = state = state.model_copy(update={"event_sequence": rt._seq})  # the reports used numbers
+    state = state.model_copy(update={"event_sequence": rt._seq})  # the reports used sequence numbers
+    if in_memory:
+        rt._state = state
     return state

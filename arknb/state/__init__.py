@@ -9,19 +9,20 @@ from .migrations import MIGRATIONS, migrate
 
 # approvals
 from .approvals import (
-    ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
+    RESOLVED_APPROVALS_KEPT, ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch,
+    PendingApprovalItem, ResolvedApproval,
 )
 
 # storage
 from .file_storage import FileStateStorage
-from .storage import MemoryStateStorage, StateStorage, validate_session_id
+from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_location, validate_session_id
 
 # security
 from .secrets import REDACTED, Redaction, SecretLint, redact_value
 
 __all__ = [
-    "MIGRATIONS", "SCHEMA_VERSION", "AgentState", "ApprovalDecision", "ApprovalDecisionResult",
-    "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
-    "PendingApprovalItem", "REDACTED", "Redaction", "SecretLint", "StateStorage", "migrate", "redact_value",
-    "validate_session_id",
+    "MIGRATIONS", "REDACTED", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION", "AgentState", "ApprovalDecision",
+    "ApprovalDecisionResult", "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
+    "PendingApprovalItem", "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "migrate",
+    "redact_value", "state_conflict", "storage_location", "validate_session_id",
 ]
