@@ -113,3 +113,24 @@ def test_from_env_reads_nothing_until_asked(monkeypatch):
     assert key.known() == ()
     monkeypatch.setenv("ARKNB_OBSERVED_KEY", KEY)
     assert [s.get_secret_value() for s in key.known()] == [KEY]
+
+
+async def test_a_recording_wrapper_forwards_the_seam(server, make_client, tmp_path):
+    """``ev.Recorder`` wraps a client: a callable key resolved through it is still learnt
+    by the runtime, and kept out of the cassette."""
+    import arknb as ark
+    import arknb.eval as ev
+
+    @ark.tool
+    def echo() -> str:
+        """Echo the key (a careless tool)."""
+        return f"key {KEY}"
+
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{}"}}
+    server.script(Reply([sse(chunk(tool_calls=[call]), chunk(finish="tool_calls"))]), ok())
+    recorder = ev.Recorder(make_client(api_key=lambda: KEY), tmp_path / "calls.jsonl")
+    runtime = ark.AgentRuntime(recorder, tools=[echo])
+    result = await runtime.run("go")
+    assert result.stop_reason == "completed", result.error
+    assert runtime.state.history[2].text == "key [redacted]"
+    assert KEY not in (tmp_path / "calls.jsonl").read_text()
