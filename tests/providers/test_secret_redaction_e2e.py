@@ -19,8 +19,10 @@ import pytest
 from pydantic import SecretStr
 
 import arknb as ark
+import arknb.eval as ev
 from arknb import EventTypes
 from arknb.providers.openai_compat import OpenAICompatibleClient, RetryPolicy, deepseek
+from arknb.scan_secrets import SecretScanner
 from arknb.widgets import ChatWidget, TimelineWidget
 from openai_sse_server import Reply, chunk, sse
 
@@ -160,6 +162,7 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
     # Exports and widget payloads (live, replayed, and rebuilt from the saved state).
     export = tmp_path / "trace.jsonl"
     timeline.to_jsonl(export)
+    ev.trace.to_jsonl(events, tmp_path / "eval-trace.jsonl")
     restored = ark.AgentRuntime(ark.ScriptedModel([]), storage=_store(store_kind, folder), session_id="keyed",
                                 state=await _store(store_kind, folder).load("keyed"))
     texts = {
@@ -179,9 +182,11 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
     assert len(sent) > 10 and "[redacted]" in texts["widget messages"]
 
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert export in files and len(files) >= 2
+    assert export in files and tmp_path / "eval-trace.jsonl" in files and len(files) >= 3
     for path in files:
         assert KEY.encode() not in path.read_bytes(), f"key found in {path.relative_to(tmp_path)}"
+    scan = SecretScanner(env={}, secrets=[KEY]).scan([tmp_path])   # what a user runs before sharing
+    assert scan.exit_code == 0 and len(scan.files) >= 3, [str(f) for f in scan.findings]
 
 
 async def test_a_key_learnt_from_a_rotating_provider_is_redacted_too(server, make_client):
