@@ -174,6 +174,7 @@ class AgentRuntime:
         observe_secrets = getattr(model, "observe_secrets", None)
         # The model reports every key it resolves (env, callables) before using it, so
         # the key is known before any result of the request can be published or saved.
+        # (Held weakly by the model; closing the runtime may call this to stop at once.)
         self._unobserve_secrets = observe_secrets(self._redactor.learn) if callable(observe_secrets) else None
         self._state = state if state is not None else AgentState(session_id=self.session_id)
         # A restored session continues well past its last saved sequence number: the old
@@ -536,8 +537,9 @@ class AgentRuntime:
     def _publish(self, event_type: str, payload: dict, run_id: str | None = None) -> None:
         """Publish unconditionally (for callers that already checked for listeners).
 
-        Every payload is redacted first; ``llm.chunk`` text was redacted by the model
-        phase's chunk guard (a secret may be split across chunks).
+        The known secrets are redacted from every payload first (``_redaction``); the
+        text of ``llm.chunk`` was redacted by the model phase's chunk guard, since a
+        secret may be split across chunks.
         """
         redaction = None
         if self.secret_lint.known_values and event_type != EventTypes.LLM_CHUNK:
