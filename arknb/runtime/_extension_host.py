@@ -270,7 +270,7 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
     def runtime_options() -> dict[str, Any]:
         return {"model": rt.model, "tools": ToolRegistry(rt.tools), "hooks": rt.hooks.copy(), "storage": rt.storage,
                 "system_prompt": rt.system_prompt, "config": rt.config, "max_turns": rt.max_turns,
-                "require_approval": rt.require_approval, "secrets": rt.secret_lint.secrets()}
+                "require_approval": rt.require_approval, "secrets": rt.secret_lint.known_values}
 
     ports = _ScopePorts(
         session_id=lambda: rt.session_id, state=lambda: rt.state,
