@@ -33,17 +33,30 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
+def _stem(word: str) -> str:
+    """A light English suffix strip, so "releases" finds "release" and "caches" "cache"."""
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens; runs of CJK characters become overlapping bigrams.
+    """Lower-cased word tokens (plurals folded); runs of CJK characters become overlapping bigrams.
 
     Example:
-        >>> tokenize("Read config.yaml, 压缩上下文")
+        >>> tokenize("Read configs.yaml, 压缩上下文")
         ['read', 'config', 'yaml', '压缩', '缩上', '上下', '下文']
     """
     tokens: list[str] = []
     for word in _WORD.findall(text.lower()):
         if not _CJK.search(word):
-            tokens.append(word)
+            tokens.append(_stem(word))
             continue
         position = 0
         for run in _CJK.finditer(word):
