@@ -8,7 +8,10 @@ renders), each with a stable ``id`` and a ``kind``:
 * ``tool``: ``call_id``, ``name``, ``arguments`` (JSON text), ``status`` (requested,
   running, awaiting_approval, approved, done, error, denied; ``not_executed`` or
   ``interrupted`` when the run ended before the call finished), ``result``,
-  ``is_error``, ``duration_ms``, ``reason``
+  ``is_error``, ``duration_ms``, ``reason``; and ``subagent`` (``session_id``,
+  ``status``, ``entries``) when the call delegated to a sub-agent: the child's own
+  transcript, built from its events (those with ``parent_call_id``), nested
+  further for a grandchild
 * ``hook``: ``slot``, ``hook``, ``action``, ``reason``, ``before``, ``after``, ``count``
 * ``notice``: ``level`` (info, warn, error), ``text``
 
@@ -78,6 +81,9 @@ class Transcript:
         self.rev = 0
         self.needs_snapshot = False
         """True when entries changed in a way deltas cannot express."""
+        self.session_id = ""
+        self._children: dict[str, Transcript] = {}
+        """Sub-agents' transcripts, by the call id of the ``delegate_task`` card they belong to."""
 
     # -- building -----------------------------------------------------------------
 
@@ -180,7 +186,37 @@ class Transcript:
         self._dirty.clear()
         self.needs_snapshot = False
         self.rev += 1
-        return {"rev": self.rev, "status": self.status, "entries": [dict(e) for e in self.entries]}
+        return {"rev": self.rev, "status": self.status, "entries": [self._copy(e) for e in self.entries]}
+
+    def _copy(self, entry: dict[str, Any]) -> dict[str, Any]:
+        copy = dict(entry)
+        child = self._children.get(entry.get("call_id") or "") if entry["kind"] == "tool" else None
+        if child is not None:
+            copy["subagent"] = {"session_id": child.session_id, "status": child.status,
+                                "entries": child.snapshot()["entries"]}
+        return copy
+
+    def _owner_of(self, call_id: str) -> Transcript | None:
+        """The transcript (this one or a sub-agent's, at any depth) holding the card of ``call_id``."""
+        if f"tool:{call_id}" in self._by_id:
+            return self
+        for child in self._children.values():
+            owner = child._owner_of(call_id)
+            if owner is not None:
+                return owner
+        return None
+
+    def _apply_nested(self, call_id: str, session_id: str, event: Any) -> bool:
+        owner = self._owner_of(call_id)
+        if owner is None:
+            return False  # a call this transcript never saw (e.g. a view opened mid-run)
+        child = owner._children.get(call_id)
+        if child is None:
+            child = owner._children[call_id] = Transcript()
+        child.session_id = session_id
+        structural = child.apply(_without_parent(event))
+        self.needs_snapshot = True  # the card's nested entries changed
+        return structural
 
     def _close_streams(self) -> None:
         for stream in self._streams.values():
@@ -201,8 +237,14 @@ class Transcript:
         """
         if isinstance(event, Mapping):
             etype, run_id, payload = event.get("type"), event.get("run_id"), event.get("payload") or {}
+            parent_call = event.get("parent_call_id")
         else:
             etype, run_id, payload = event.type, event.run_id, event.payload
+            parent_call = getattr(event, "parent_call_id", None)
+        if parent_call is not None:
+            # A sub-agent's event: it goes into the card of the call that delegated to it.
+            session = event.get("session_id") if isinstance(event, Mapping) else event.session_id
+            return self._apply_nested(str(parent_call), str(session or ""), event)
         if etype == "llm.chunk":
             self.chunk(str(payload.get("kind") or "text"), str(payload.get("text") or ""))
             return False
@@ -364,6 +406,14 @@ def _dump(value: Any) -> dict[str, Any]:
         return dict(value)
     dump = getattr(value, "model_dump", None)
     return dump(mode="json") if callable(dump) else {}
+
+
+def _without_parent(event: Any) -> Any:
+    """The event as its own runtime published it (its nesting is consumed by the parent)."""
+    if isinstance(event, Mapping):
+        return {k: v for k, v in event.items() if k not in ("parent_run_id", "parent_call_id")}
+    return {"type": event.type, "run_id": event.run_id, "session_id": event.session_id,
+            "payload": event.payload}
 
 
 def _joined(a: Any, b: Any) -> Any:

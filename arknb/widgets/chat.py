@@ -96,7 +96,7 @@ class ChatWidget(anywidget.AnyWidget):
 
     def _on_event(self, event: Any) -> None:
         # Listener on the bus: observes only, never raises into the runtime.
-        if event.type == "llm.chunk":  # the hot path: one list append per chunk
+        if event.type == "llm.chunk" and event.parent_call_id is None:  # the hot path: one list append per chunk
             payload = event.payload
             self._transcript.chunk(payload.get("kind") or "text", payload.get("text") or "")
             self._coalescer.delta()

@@ -6,6 +6,7 @@ import { applyOp } from "./lib/stream.js";
 import { h, frameScheduler, prettyJson, setChildren } from "./lib/dom.js";
 import { renderMarkdown } from "./lib/markdown.js";
 import { diffView } from "./lib/diff.js";
+import { subagentView } from "./lib/subagent_view.js";
 
 const stores = new WeakMap();
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
@@ -99,6 +100,7 @@ function render({ model, el }) {
   const pendingActions = new Map(); // action -> request id (stop/suspend/resume/send)
   const deciding = new Map();    // approval id -> request id while the click is in flight
   const cardErrors = new Map();  // approval id -> error from the last action_result
+  const subOpen = new Map();     // delegate_task call id -> its sub-agent card open or closed
 
   const status = h("span", { class: "arknb-status", testid: "arknb-status", role: "status" });
   const stopBtn = h("button", { class: "arknb-btn arknb-btn-danger", testid: "arknb-stop", type: "button",
@@ -221,7 +223,8 @@ function render({ model, el }) {
         h("details", { class: "arknb-args" }, h("summary", {}, "arguments"),
           h("pre", { class: "arknb-pre", testid: "arknb-tool-args" }, prettyJson(e.arguments))),
         e.reason ? h("div", { class: "arknb-muted" }, `reason: ${e.reason}`) : null,
-        result);
+        result,
+        e.subagent ? subagentView(e.subagent, subOpen, e.call_id) : null);
     } else if (e.kind === "hook") {
       n.root.dataset.hook = e.hook;
       n.root.dataset.action = e.action;

@@ -5,7 +5,7 @@ import { Action, Msg } from "./lib/protocol.js";
 import { h, frameScheduler, setChildren } from "./lib/dom.js";
 import { jsonView } from "./lib/json_view.js";
 import { diffView } from "./lib/diff.js";
-import { callOf, computeSpans, firstTime } from "./lib/spans.js";
+import { callOf, computeSpans, firstTime, spanKey, visibleSpans } from "./lib/spans.js";
 
 const stores = new WeakMap();
 const MAX_ROWS = 2000;  // rows in the DOM at once (the newest matching ones)
@@ -58,6 +58,7 @@ export function summary(e) {
     case "agent.success": case "agent.error": return String(p.stop_reason ?? "");
     case "agent.suspended": return String(p.reason ?? "");
     case "approval.decided": return `${p.approval_id} ${p.decision}`;
+    case "context.compressed": return `${p.before_tokens ?? "?"} → ${p.after_tokens ?? "?"} tokens`;
     default: return "";
   }
 }
@@ -139,21 +140,37 @@ function render({ model, el }) {
     count.textContent = `${shown.length} of ${total} events${shown.length === MAX_ROWS ? " (newest shown)" : ""}`;
   }
 
+  const collapsed = new Set(); // keys of spans whose nested spans are hidden
+
   function renderWaterfall() {
     const { spans } = computeSpans(store.events);
     const t0 = firstTime(store.events);
     let tEnd = 0;
     for (const e of store.events) tEnd = Math.max(tEnd, (Number(e.timestamp) || 0) - t0);
     const total = tEnd > 0 ? tEnd : 1;
-    const visible = spans.filter((s) => (!runSel.value || s.run_id === runSel.value)).slice(-MAX_SPANS);
+    const parents = new Set(spans.filter((s) => s.parent !== null).map((s) => s.parent));
+    const inRun = runSel.value ? new Set(spans.filter((s) => s.run_id === runSel.value).map((s) => s.id)) : null;
+    if (inRun) for (const s of spans) if (s.parent !== null && inRun.has(s.parent)) inRun.add(s.id); // a run's nested spans
+    const visible = visibleSpans(spans, collapsed).filter((s) => !inRun || inRun.has(s.id)).slice(-MAX_SPANS);
     waterfall.replaceChildren(...visible.map((s) => {
       const end = s.end === null ? tEnd : s.end;
       const left = (100 * s.start) / total, width = Math.max(0.4, (100 * (end - s.start)) / total);
       const bar = h("div", { class: `arknb-span-bar arknb-span-${s.kind} arknb-span-${s.status}`,
         style: `left:${left.toFixed(3)}%;width:${Math.min(width, 100 - left).toFixed(3)}%` });
+      const key = spanKey(s);
+      const toggle = parents.has(s.id)
+        ? h("button", { type: "button", class: "arknb-span-toggle", testid: "arknb-span-toggle",
+          "aria-expanded": String(!collapsed.has(key)), title: collapsed.has(key) ? "Show nested spans" : "Hide nested spans" },
+          collapsed.has(key) ? "▸" : "▾")
+        : h("span", { class: "arknb-span-toggle arknb-span-leaf" }, "");
+      if (parents.has(s.id)) toggle.addEventListener("click", (ev) => {
+        ev.stopPropagation();
+        if (collapsed.has(key)) collapsed.delete(key); else collapsed.add(key);
+        renderWaterfall();
+      });
       const span = h("div", { class: "arknb-span", testid: "arknb-span", "data-kind": s.kind, "data-status": s.status,
-        title: `${s.label}: ${fmtTime(s.start)} → ${s.end === null ? "open" : fmtTime(s.end)}` },
-        h("span", { class: "arknb-span-label" }, s.label),
+        "data-depth": String(s.depth), title: `${s.label}: ${fmtTime(s.start)} → ${s.end === null ? "open" : fmtTime(s.end)}` },
+        h("span", { class: "arknb-span-label", style: `padding-left:${(s.depth * 14).toFixed(0)}px` }, toggle, s.label),
         h("span", { class: "arknb-span-track" }, bar),
         h("span", { class: "arknb-span-dur arknb-muted" }, s.end === null ? "…" : `${((s.end - s.start) * 1000).toFixed(0)} ms`));
       span.addEventListener("click", () => {

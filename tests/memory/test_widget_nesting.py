@@ -1,0 +1,113 @@
+"""Widgets with sub-agents and compression: the chat nests a child's transcript in the
+delegate_task card; the timeline nests a child's spans under that call and marks compressions."""
+
+from __future__ import annotations
+
+import arknb as ark
+from arknb import EventTypes, ScriptedModel
+from arknb.memory import ContextCompressor
+from arknb.widgets._timeline_model import spans
+from arknb.widgets._transcript import Transcript
+
+from ._subagent_kit import cleaner, delegate
+
+
+async def delegated_run(tmp_path):
+    storage = ark.MemoryStateStorage()
+    model = ScriptedModel([delegate("d1", "cleaner", "Clear /tmp/cache."), "Done."])
+    parent = ark.AgentRuntime(model, storage=storage, session_id="p", subagents=[cleaner(tmp_path, storage)])
+    events: list[ark.AgentEvent] = []
+    parent.bus.subscribe(EventTypes.ANY, events.append)
+    await parent.run("Free space.")
+    return parent, events
+
+
+async def test_the_transcript_puts_a_childs_work_inside_the_delegate_card(tmp_path) -> None:
+    parent, events = await delegated_run(tmp_path)
+    transcript = Transcript()
+    for event in events:
+        transcript.apply(event)
+    entries = transcript.snapshot()["entries"]
+    card = next(e for e in entries if e["kind"] == "tool")
+    assert card["call_id"] == "d1" and card["status"] == "awaiting_approval"
+    sub = card["subagent"]
+    assert sub["session_id"] == "p.cleaner.1" and sub["status"] == "awaiting_approval"
+    kinds = [(e["kind"], e.get("name") or e.get("text", "")[:8]) for e in sub["entries"]]
+    assert ("user", "Clear /t") in kinds and ("tool", "clear_cache") in kinds
+    child_tool = next(e for e in sub["entries"] if e["kind"] == "tool")
+    assert child_tool["status"] == "awaiting_approval"
+    # Nothing of the child leaked into the parent's own entries.
+    assert not any(e["kind"] == "tool" and e["name"] == "clear_cache" for e in entries)
+    assert [e["text"] for e in entries if e["kind"] == "user"] == ["Free space."]
+
+    [item] = parent.controller.list_pending_approvals()
+    await parent.controller.approve(item.approval_id)
+    await parent.current_run.wait()
+    replay = Transcript()
+    for event in events:  # the same events as dicts (a saved trace) nest the same way
+        replay.apply(event.to_dict())
+    card = next(e for e in replay.snapshot()["entries"] if e["kind"] == "tool")
+    assert card["status"] == "done" and card["result"] == "The cache at /tmp/cache is cleared."
+    assert card["subagent"]["status"] == "completed"
+    assert [e["status"] for e in card["subagent"]["entries"] if e["kind"] == "tool"] == ["done"]
+
+
+async def test_the_chat_widget_lists_the_childs_approval_and_approves_it(tmp_path) -> None:
+    from arknb.widgets import ChatWidget
+
+    storage = ark.MemoryStateStorage()
+    model = ScriptedModel([delegate("d1", "cleaner", "Clear /tmp/cache."), "Done."])
+    parent = ark.AgentRuntime(model, storage=storage, session_id="p", subagents=[cleaner(tmp_path, storage)])
+    chat = ChatWidget(parent, call_later=lambda delay, fn: fn())
+    await parent.run("Free space.")
+    chat._flush()
+    [card] = chat.approvals
+    assert card["approval_id"].startswith("cleaner/") and card["tool_name"] == "clear_cache"
+    tool = next(e for e in chat.transcript["entries"] if e["kind"] == "tool")
+    assert tool["subagent"]["session_id"] == "p.cleaner.1"
+    chat._on_msg(chat, {"type": "approve", "approval_id": card["approval_id"], "request_id": "r1"})
+    while chat._tasks:
+        await next(iter(chat._tasks))
+    result = await parent.current_run.wait()
+    assert result.stop_reason == "completed"
+    chat._flush()
+    assert chat.approvals == []
+    tool = next(e for e in chat.transcript["entries"] if e["kind"] == "tool")
+    assert tool["status"] == "done" and tool["subagent"]["status"] == "completed"
+    chat.close()
+
+
+async def test_timeline_spans_nest_a_child_run_under_the_delegate_call(tmp_path) -> None:
+    parent, events = await delegated_run(tmp_path)
+    [item] = parent.controller.list_pending_approvals()
+    await parent.controller.approve(item.approval_id)
+    await parent.current_run.wait()
+    found = spans([e.to_dict() for e in events])
+    by_id = {s["id"]: s for s in found}
+    child_runs = [s for s in found if s["kind"] == "run" and s["parent"] is not None]
+    assert child_runs, found
+    for run in child_runs:
+        owner = by_id[run["parent"]]
+        assert owner["kind"] == "tool" and owner["label"] == "delegate_task d1"
+        assert run["depth"] == owner["depth"] + 1 == 2
+    # The child's own tool call sits under the child's run.
+    clear = next(s for s in found if s["label"].startswith("clear_cache"))
+    assert by_id[clear["parent"]]["kind"] == "run" and clear["depth"] == 3
+    first_delegate = next(s for s in found if s["label"] == "delegate_task d1")
+    assert first_delegate["status"] == "waiting"  # it deferred itself for the child's approval
+
+
+async def test_timeline_marks_each_compression() -> None:
+    model = ScriptedModel([f"answer{i} " + "lorem " * 40 for i in range(4)])
+    runtime = ark.AgentRuntime(model, compressor=ContextCompressor(
+        400, keep_last=2, summarize=lambda messages: "earlier talk"))
+    events: list[ark.AgentEvent] = []
+    runtime.bus.subscribe(EventTypes.ANY, events.append)
+    for i in range(4):
+        await runtime.run(f"question{i} " + "ipsum " * 30)
+    marks = [s for s in spans([e.to_dict() for e in events]) if s["kind"] == "compression"]
+    compressed = [e for e in events if e.type == EventTypes.CONTEXT_COMPRESSED]
+    assert len(marks) == len(compressed) >= 1
+    p = compressed[0].payload
+    assert marks[0]["label"] == f"compressed {p['before_tokens']}→{p['after_tokens']} tokens"
+    assert marks[0]["start"] == marks[0]["end"] and marks[0]["depth"] == 1
