@@ -292,6 +292,12 @@ class Transcript:
         self._tool(call_fields(p.get("call")), status="running")
 
     def _on_tool_after(self, p: Mapping[str, Any]) -> None:
+        deferred = p.get("deferred")
+        if isinstance(deferred, Mapping):
+            # The call handed itself to a person (ToolContext.defer): it waits, it did not fail.
+            self._tool(call_fields(p.get("call")), status="awaiting_approval", reason=deferred.get("reason"),
+                       duration_ms=p.get("duration_ms"))
+            return
         r = result_fields(p.get("result"))
         self._tool(call_fields(p.get("call")), status="error" if r["is_error"] else "done", result=r["text"],
                    is_error=r["is_error"], duration_ms=p.get("duration_ms"))

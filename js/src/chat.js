@@ -292,6 +292,9 @@ function render({ model, el }) {
           h("span", { class: "arknb-tool-name" }, a.tool_name),
           a.risk_level ? h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, a.risk_level) : null),
         a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
+        // A sub-agent's approval, listed here under its name: "cleaner/approval_…".
+        a.approval_id.includes("/") ? h("div", { class: "arknb-muted arknb-approval-source", testid: "arknb-approval-source" },
+          `asked by sub-agent ${a.approval_id.split("/").slice(0, -1).join(" › ")}`) : null,
         h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
         ro ? h("div", { class: "arknb-muted" }, "pending (read-only replay)")
           : h("div", { class: "arknb-approval-actions" },
