@@ -43,29 +43,29 @@ async def write_summary(messages: Sequence[AgentMessage], *, summarize: Callable
             message); ``cancelled`` passes through.
     """
     if summarize is not None:
-        try:
-            value = summarize(list(messages))
-            if inspect.isawaitable(value):
-                value = await value
-        except ArkError as exc:
-            if exc.code == ErrorCode.CANCELLED:
-                raise
-            raise _failed(f"summarize() raised {exc}") from exc
-        except Exception as exc:
-            raise _failed(f"summarize() raised {type(exc).__name__}: {exc}") from exc
+        value = await _attempt(lambda: summarize(list(messages)), "summarize() raised")
         return _checked(value, "summarize()"), "summarize"
     request = ModelRequest(messages=(AgentMessage.system(SUMMARY_INSTRUCTIONS),
                                      AgentMessage.user(render_transcript(messages))),
                            tools=(), config=config or ModelConfig())
+    response = await _attempt(lambda: model.generate(request), "the model could not write the summary")
+    return _checked(response.message.text, "the model"), "model"
+
+
+async def _attempt(call: Callable[[], Any], what: str) -> Any:
+    """``call()``, awaited if it returns an awaitable; its failure as ``context_summary_failed``
+    (a cancellation passes through)."""
     try:
-        response = await model.generate(request)
+        value = call()
+        if inspect.isawaitable(value):
+            value = await value
+        return value
     except ArkError as exc:
         if exc.code == ErrorCode.CANCELLED:
             raise
-        raise _failed(f"the model could not write the summary: {exc}") from exc
+        raise _failed(f"{what}: {exc}") from exc
     except Exception as exc:
-        raise _failed(f"the model could not write the summary: {type(exc).__name__}: {exc}") from exc
-    return _checked(response.message.text, "the model"), "model"
+        raise _failed(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def _checked(value: Any, who: str) -> str:

@@ -5,33 +5,19 @@ the dangerous tool executed exactly once (counted in a side-effect file)."""
 from __future__ import annotations
 
 import asyncio
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import arknb as ark
 from arknb import EventTypes
 
+from ._kill import run_until_line
 from ._subagent_kit import cleaner, effects
 
 CHILD = Path(__file__).with_name("_subagent_child.py")
 
 
 def _run_until_awaiting(directory: Path) -> str:
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(directory)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline().strip()  # printed after both mandatory saves
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        returncode = proc.wait(timeout=60)
-    stderr = proc.stderr.read()
-    proc.stdout.close()
-    proc.stderr.close()
-    assert line.startswith("AWAITING "), f"child said {line!r}; stderr:\n{stderr}"
-    assert returncode == -signal.SIGKILL
-    return line.split()[1]
+    return run_until_line(CHILD, str(directory), prefix="AWAITING ").split()[1]
 
 
 async def test_a_parent_whose_subagent_awaits_approval_is_restored_approved_and_both_complete(tmp_path) -> None:
