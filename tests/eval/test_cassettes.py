@@ -393,3 +393,47 @@ async def test_generate_replays_and_records_like_a_streamed_call(tmp_path):
     assert (replay.records, replay.played) == (1, 1)
     replay.reset()
     assert (await replay.generate(request)).message.text == "Hello there."
+
+
+class _ResolvingModel(ark.ScriptedModel):
+    """Resolves its key at each call and reports it first, like OpenAICompatibleClient with an env or
+    callable key (its ``secret_values()`` knows the key only once resolved)."""
+
+    KEY = "rotating-key-0123456789"   # not shaped like a known credential kind
+
+    def __init__(self, turns) -> None:
+        super().__init__(turns)
+        self.observers: list = []
+        self.resolved = False
+
+    def observe_secrets(self, observer):
+        self.observers.append(observer)
+        return lambda: None
+
+    def secret_values(self):
+        return (self.KEY,) if self.resolved else ()
+
+    def stream(self, request, *, cancel=None):
+        self.resolved = True
+        for observer in self.observers:
+            observer(self.KEY)
+        return super().stream(request, cancel=cancel)
+
+
+@pytest.mark.parametrize("wrap", ["recorder", "fork"])
+async def test_a_key_the_wrapped_client_resolves_late_is_redacted_by_the_runtime(tmp_path, wrap):
+    key = _ResolvingModel.KEY
+    client = _ResolvingModel([f"The key is {key}."])
+    path = tmp_path / "late.jsonl"
+    if wrap == "recorder":
+        model = ev.Recorder(client, path)
+    else:
+        await run_add(ev.Recorder(ark.ScriptedModel(["Hi."]), path))
+        model = ev.fork(path, at_call=0, then=client)
+    runtime = ark.AgentRuntime(model)
+    events = record(runtime)
+    result = await runtime.run("What is the key?")
+    assert result.text == "The key is [redacted]."
+    assert client.observers, "the runtime's observer never reached the wrapped client"
+    assert not any(key in json.dumps(e.to_dict()) for e in events)
+    assert key not in path.read_text(encoding="utf-8")
