@@ -276,8 +276,8 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
         session_id=lambda: rt.session_id, state=lambda: rt.state,
         run_id=lambda: rt._active.run_id if rt._active is not None else None,
         tools=rt._offered_tools, set_slice=set_slice, emit=rt._emit, persist=save, clock=rt._clock,
-        new_id=rt._new_id, runtime_options=runtime_options)
-    return ExtensionScope(name, model=rt.model, bus=rt.bus, controller=rt.controller, ports=ports)
+        new_id=rt._new_id, runtime_options=runtime_options, controller=lambda: rt.controller)
+    return ExtensionScope(name, model=rt.model, bus=rt.bus, ports=ports)
 
 
 def _same(a: tuple, b: tuple) -> bool:

@@ -128,15 +128,18 @@ class ExtensionScope:
         controller: the runtime's controller.
     """
 
-    __slots__ = ("name", "model", "bus", "controller", "_ports")
+    __slots__ = ("name", "model", "bus", "_ports")
 
-    def __init__(self, name: str, *, model: LLMClient, bus: EventBus, controller: AgentController,
-                 ports: _ScopePorts) -> None:
+    def __init__(self, name: str, *, model: LLMClient, bus: EventBus, ports: _ScopePorts) -> None:
         self.name = name
         self.model = model
         self.bus = bus
-        self.controller = controller
         self._ports = ports
+
+    @property
+    def controller(self) -> AgentController:
+        """The runtime's controller (asked for when used: the runtime makes it on first use)."""
+        return self._ports.controller()
 
     @property
     def session_id(self) -> str:
@@ -240,6 +243,7 @@ class _ScopePorts:
     clock: Callable[[], float]
     new_id: Callable[[str], str]
     runtime_options: Callable[[], dict[str, Any]]
+    controller: Callable[[], Any]
 
 
 @dataclass(frozen=True, slots=True)

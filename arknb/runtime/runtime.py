@@ -9,6 +9,7 @@ helpers those phases call.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 import time
 import uuid
 from collections.abc import Iterable
@@ -40,6 +41,7 @@ from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
+from ._weak import NO_CONTROLLER, controller_of, weak_method
 from .extensions import Extension
 from .handle import RunHandle
 from .loop_detector import LoopDetector
@@ -185,17 +187,17 @@ class AgentRuntime:
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
         self.bus = event_bus if event_bus is not None else EventBus()
-        self.controller = AgentController(self.bus)
-        self.controller.bind_approval_host(self)
+        self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = hooks.copy() if isinstance(hooks, HookRegistry) else HookRegistry(hooks)
+        emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
         self._extensions = ExtensionHost(
             [*keyword_extensions(plan_mode=plan_mode, skills=skills, compressor=compressor, memory=memory,
                                  subagents=subagents), *extensions],
-            kinds=(ToolKind(), LoopKind(lambda signature: self.loop_detector.forgive(signature))))
-        self._pipeline = HookPipeline(self.hooks, self._emit, tail=self._extensions.hooks)
+            kinds=(ToolKind(), LoopKind(self.loop_detector.forgive)))  # no reference back to the runtime
+        self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
         self.secret_lint = SecretLint(secrets)
-        self._redactor = Redactor(self.secret_lint, self._emit)
+        self._redactor = Redactor(self.secret_lint, emit)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
             for value in secret_values():
@@ -221,7 +223,7 @@ class AgentRuntime:
         self._detached_message = ""
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
-        self._extensions.install(lambda name: make_scope(self, name))
+        self._extensions.install(partial(make_scope, self))
         self._offered_tools()  # a tool name two owners claim fails here, not in the first run
         if state is not None:
             self._extensions.mark_restored(state)
@@ -294,6 +296,11 @@ class AgentRuntime:
         return found
 
     # -- public surface -------------------------------------------------------------
+
+    @property
+    def controller(self) -> AgentController:
+        """Approve, deny and list pending approvals: the control plane bound to this runtime."""
+        return controller_of(self)
 
     @property
     def state(self) -> AgentState:
