@@ -16,8 +16,10 @@ from ._transcript import Transcript
 
 __all__ = ["chat_html", "hook_sentence"]
 
-_CLIP = 4000
-"""Characters of one tool result or argument list in the output's copy (to_html: all)."""
+_CLIP = 2000
+"""Characters of one text (a message, a tool's arguments or result) in the output's copy."""
+_BUDGET = 200_000
+"""About the most characters of entries in the output's copy (to_html: no limit)."""
 
 _TOOL_STATUS = {"requested": "requested", "running": "running", "awaiting_approval": "awaiting approval",
                 "approved": "approved", "done": "done", "error": "error", "denied": "denied",
@@ -57,14 +59,14 @@ def _entry(e: dict[str, Any], limit: int) -> str:
     kind = e.get("kind")
     if kind == "user":
         return (f'<div class="arknb-s-entry arknb-s-user"><span class="arknb-s-who">You:</span> '
-                f'<div class="arknb-s-plain">{esc(e.get("text"))}</div></div>')
+                f'<div class="arknb-s-plain">{esc(clip(str(e.get("text") or ""), limit))}</div></div>')
     if kind == "assistant":
         if not e.get("text") and not e.get("reasoning"):
             return ""
         reasoning = (f'<details class="arknb-s-muted"><summary>Reasoning</summary>'
-                     f'{markdown_html(e["reasoning"])}</details>' if e.get("reasoning") else "")
+                     f'{markdown_html(clip(e["reasoning"], limit))}</details>' if e.get("reasoning") else "")
         return (f'<div class="arknb-s-entry arknb-s-assistant"><span class="arknb-s-who">Agent:</span>'
-                f'{reasoning}<div>{markdown_html(e.get("text") or "")}</div></div>')
+                f'{reasoning}<div>{markdown_html(clip(e.get("text") or "", limit))}</div></div>')
     if kind == "tool":
         status = str(e.get("status") or "")
         result = e.get("result")
@@ -104,14 +106,25 @@ def chat_html(t: Transcript, *, status: str, full_document: bool, limit: int | N
         limit: at most this many of the newest entries, long texts clipped; None for all.
         detached: the chat's detached notice, if any.
     """
-    entries = t.entries if limit is None else t.entries[-limit:]
-    clipped = _CLIP if limit is not None else 0
-    left_out = len(t.entries) - len(entries)
+    if limit is None:
+        parts = [_entry(e, 0) for e in t.entries]
+    else:
+        # The newest entries that fit: at most ``limit`` of them and about _BUDGET characters.
+        parts, used = [], 0
+        for e in reversed(t.entries[-limit:]):
+            part = _entry(e, _CLIP)
+            if parts and used + len(part) > _BUDGET:
+                break
+            parts.append(part)
+            used += len(part)
+        parts.reverse()
+    shown = len(parts)
+    left_out = len(t.entries) - shown
     head = (f'<div class="arknb-s-head">arknb chat · {esc(status)} · {len(t.entries):,} entries'
-            + (f" · showing the newest {len(entries):,}" if left_out else "")
+            + (f" · showing the newest {shown:,}" if left_out else "")
             + ("" if full_document else " · static copy: run the notebook for the live chat")
             + (f" · {esc(detached)}" if detached else "") + "</div>")
-    body = "".join(_entry(e, clipped) for e in entries) + _approvals(t)
+    body = "".join(parts) + _approvals(t)
     classes = "arknb-static arknb-static-chat" + (" arknb-standalone" if full_document else "")
     fragment = f'<div class="{classes}" data-arknb-static="chat">{head}{body}</div>'
     if full_document:

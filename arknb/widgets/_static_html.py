@@ -55,7 +55,7 @@ def _markdown() -> MarkdownIt:
     md.enable(["table", "strikethrough"])
     md.validateLink = lambda url: bool(_SAFE_HREF.match(url.strip())) or bool(_SAFE_IMG.match(url.strip()))
 
-    def link_open(tokens, idx, options, env):
+    def link_open(renderer, tokens, idx, options, env):
         token = tokens[idx]
         if not _SAFE_HREF.match((token.attrGet("href") or "").strip()):
             token.attrs.pop("href", None)
@@ -63,7 +63,7 @@ def _markdown() -> MarkdownIt:
         token.attrSet("rel", "noopener noreferrer nofollow")
         return md.renderer.renderToken(tokens, idx, options, env)
 
-    def image(tokens, idx, options, env):
+    def image(renderer, tokens, idx, options, env):
         token = tokens[idx]
         alt = "".join(child.content for child in token.children or ())
         if _SAFE_IMG.match(token.attrGet("src") or ""):

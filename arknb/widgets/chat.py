@@ -71,8 +71,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     _css = bundle("chat.css")
 
     _snapshot = traitlets.Dict().tag(sync=True)
-    """The whole transcript ``{"seq", "status", "entries"}`` as of the last resync (a view
-    saying ``hello``); ``delta`` messages numbered past ``seq`` carry what changed since."""
+    """The whole transcript ``{"seq", "n", "status", "entries"}`` as of the last resync (a view
+    saying ``hello``; ``n`` counts them); ``delta`` messages numbered past ``seq`` carry what
+    changed since."""
     approvals = traitlets.List().tag(sync=True)
     """The pending batch's items: ``decision``, plus ``deciding``/``error``/``note`` for the card."""
     status = traitlets.Unicode("idle").tag(sync=True)
@@ -94,6 +95,7 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         self._runtime = runtime
         self._tasks: set[asyncio.Future] = set()
         self._seq = 0
+        self._snapshots = 0
         self._want_snapshot = True
         self._controls_dirty = True
         self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
@@ -172,6 +174,7 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             # The runtime read its saved session after this chat was built: show it.
             self._transcript = self._from_state()
             self._cards.transcript = self._transcript
+            self._seq += 1  # a new transcript: every view takes the snapshot, none keeps its own
             self._want_snapshot = self._controls_dirty = True
             self._cards.dirty = True
             self._coalescer.structural()
@@ -205,7 +208,8 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
                 # Views in other tabs are current through the delta above; the one that
                 # said hello (or a fresh page) takes this snapshot.
                 self._want_snapshot = False
-                self._snapshot = {"seq": self._seq, **t.snapshot()}
+                self._snapshots += 1  # always a change, so the trait goes out even if nothing moved
+                self._snapshot = {"seq": self._seq, "n": self._snapshots, **t.snapshot()}
             if self._controls_dirty:
                 self._controls_dirty = False
                 self.status = t.status

@@ -1,0 +1,124 @@
+"""The chat's static HTML: the copy in its notebook output (nbviewer, GitHub, exports)
+and ChatWidget.to_html() (issue 15 item 6)."""
+
+import re
+
+import IPython.display
+import pytest
+
+from arknb.domain import AgentMessage, ToolCall, ToolResult
+from arknb.widgets import ChatWidget
+from arknb.widgets._static_html import StaticOutput, markdown_html
+
+from .conftest import call_dict, msg_dict
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+HOSTILE = ("Never trust <script>alert(1)</script> tags in model output. [x](javascript:alert(2)) "
+           "![r](http://example.org/t.png) <img src=x onerror=alert(3)> **bold** END")
+
+
+def run(bus, ev, text, answer, tool_result="3"):
+    call = call_dict(f"c-{text}", "add", '{"a": 1, "b": 2}')
+    bus.publish(ev("agent.started", input=[text]))
+    bus.publish(ev("llm.before", turn=1))
+    bus.publish(ev("llm.after", turn=1, message=msg_dict(AgentMessage.assistant("", tool_calls=[ToolCall(**call)]))))
+    bus.publish(ev("tool.before", call=call))
+    bus.publish(ev("tool.after", call=call, result=ToolResult.from_text(tool_result).model_dump(mode="json"),
+                   duration_ms=2.0))
+    bus.publish(ev("llm.before", turn=2))
+    bus.publish(ev("llm.chunk", kind="text", text=answer, index=0))
+    bus.publish(ev("llm.after", turn=2, message=msg_dict(AgentMessage.assistant(answer))))
+    bus.publish(ev("agent.success", stop_reason="completed", turns=2))
+
+
+@pytest.fixture
+def published(monkeypatch):
+    out = []
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda data, **kw: out.append(("display", data, kw.get("display_id"))))
+    monkeypatch.setattr(IPython.display, "update_display",
+                        lambda data, **kw: out.append(("update", data, kw.get("display_id"))))
+    return out
+
+
+def assert_safe(html):
+    assert "<script" not in html.lower() and "onerror=" not in html.replace("onerror=alert(3)&gt;", "")
+    assert 'href="javascript' not in html and "http://example.org/t.png" not in html
+
+
+def test_the_output_carries_a_sanitised_copy_of_the_conversation(runtime, timers, ev):
+    chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    run(runtime.bus, ev, "What is 1 + 2?", HOSTILE)
+    timers.advance(0.1)
+    data, _ = chat._repr_mimebundle_()
+    assert WIDGET_VIEW in data and data[WIDGET_VIEW]["model_id"] == chat.model_id
+    html = data["text/html"]
+    assert "What is 1 + 2?" in html and "<code>add</code>" in html and "<strong>bold</strong>" in html
+    # text after the literal tag is kept, shown as text
+    assert "Never trust &lt;script&gt;alert(1)&lt;/script&gt; tags in model output." in html and "END" in html
+    assert_safe(html)
+    assert "[image: r]" in html
+
+
+def test_to_html_is_a_standalone_page_with_every_entry(runtime, timers, ev):
+    chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    for n in range(StaticOutput.LIMIT):
+        run(runtime.bus, ev, f"question {n}", f"answer {n}", tool_result="x" * 5000)
+    timers.advance(0.1)
+    page = chat.to_html()
+    assert page.startswith("<!doctype html>") and "<style>" in page and "</html>" in page
+    assert "question 0" in page and f"answer {StaticOutput.LIMIT - 1}" in page
+    assert "x" * 5000 in page  # nothing clipped in the shared page
+    copy = chat._repr_mimebundle_()[0]["text/html"]
+    # the copy in the output is bounded: the newest entries, long texts clipped
+    assert "question 0" not in copy and f"answer {StaticOutput.LIMIT - 1}" in copy
+    assert "showing the newest" in copy and "more characters" in copy
+    assert len(copy) < 210_000 < len(page)
+
+
+def test_the_copy_is_refreshed_when_the_chat_settles_and_keeps_the_live_view(runtime, timers, ev, published):
+    chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    chat._ipython_display_()
+    ((kind, data, display_id),) = published
+    assert kind == "display" and WIDGET_VIEW in data and "text/html" in data and display_id
+    run(runtime.bus, ev, "first question", "first answer")
+    timers.advance(0.5)
+    assert len(published) == 1  # waits until the chat has been quiet for a moment
+    timers.advance(1.0)
+    kind, data, again = published[-1]
+    assert (kind, again) == ("update", display_id)
+    assert WIDGET_VIEW in data and "first answer" in data["text/html"]
+    for n in range(30):  # a busy stretch still refreshes now and then, never per run
+        run(runtime.bus, ev, f"q{n}", f"a{n}")
+        timers.advance(0.5)
+    updates = [p for p in published if p[0] == "update"]
+    assert 2 <= len(updates) <= 4
+    chat.close()
+    kind, data, _ = published[-1]
+    assert kind == "update" and WIDGET_VIEW not in data and "a29" in data["text/html"]
+
+
+def test_a_closed_chat_still_displays_its_copy(runtime, timers, ev, published):
+    chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    run(runtime.bus, ev, "q", "kept answer")
+    timers.advance(0.1)
+    chat.close()
+    chat._ipython_display_()
+    kind, data, _ = published[-1]
+    assert kind == "display" and WIDGET_VIEW not in data and "kept answer" in data["text/html"]
+
+
+def test_a_replay_and_a_detached_chat_say_what_they_are(runtime, timers, ev):
+    chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    runtime.bus.publish(ev("runtime.detached", reason="replaced"))
+    timers.advance(0.1)
+    assert "detached: another runtime took over" in chat._repr_mimebundle_()[0]["text/html"]
+
+
+def test_markdown_rules_match_the_live_view():
+    html = markdown_html("| a | b |\n|---|---|\n| 1 | 2 |\n\n~~gone~~ [ok](https://example.org) "
+                         "[mail](mailto:a@b.c) [bad](vbscript:x) ![inline](data:image/png;base64,AAAA)")
+    assert "<table>" in html and "<s>gone</s>" in html
+    assert re.search(r'<a href="https://example.org" target="_blank" rel="noopener noreferrer nofollow">', html)
+    assert 'href="mailto:a@b.c"' in html and "vbscript" not in html.split("[bad]")[0]
+    assert '<img src="data:image/png;base64,AAAA" alt="inline">' in html
