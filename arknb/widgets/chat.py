@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any, Callable, Iterable
 
 import anywidget
@@ -33,7 +34,7 @@ _DETACHED_WHY = {
 }
 # Traits only the kernel writes; the front end acts through messages (see set_state).
 _KERNEL_TRAITS = frozenset({"_snapshot", "approvals", "status", "read_only", "error", "detached", "input_block",
-                            "suspending"})
+                            "suspending", "_uid"})
 
 
 class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
@@ -87,11 +88,13 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     """Why the send box is disabled now ('' when a message can be sent)."""
     suspending = traitlets.Bool(False).tag(sync=True)
     """True from a Suspend click until the run reaches its checkpoint."""
+    _uid = traitlets.Unicode().tag(sync=True)
+    """A unique id: the front end keys the transcript its views share by it."""
 
     def __init__(self, runtime: Any = None, *, events: Iterable[Any] | None = None,
                  interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] | None = None,
                  call_later: Callable[..., Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(_uid=uuid.uuid4().hex, **kwargs)
         self._runtime = runtime
         self._tasks: set[asyncio.Future] = set()
         self._seq = 0

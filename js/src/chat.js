@@ -91,6 +91,9 @@ function createView(model, el, store) {
       h("span", { class: "arknb-spacer" }), suspendBtn, resumeBtn, stopBtn),
     detachedBar, suspendingBar, errorBar, log, approvalsBox, composer);
   input.value = store.draft;
+  // A view re-created in the same output (the static copy's refresh) takes focus back.
+  const refocus = store.refocus && performance.now() - store.refocus.at < 2000 ? store.refocus : null;
+  store.refocus = null;
 
   const isDetached = () => !!model.get("detached") || kernelGone(el);
   const inputBlock = () => (kernelGone(el) ? KERNEL_GONE : model.get("input_block") || "");
@@ -411,6 +414,10 @@ function createView(model, el, store) {
   };
 
   function destroy() {
+    if (focused && root.contains(focused) && !root.contains(document.activeElement)) {
+      store.refocus = { testid: focused.dataset.testid, at: performance.now(),
+        start: focused.selectionStart, end: focused.selectionEnd };
+    }
     store.views.delete(view);
     store.results.delete(onResult);
     model.off("change:status", onStatus);
@@ -440,6 +447,13 @@ function createView(model, el, store) {
   if (store.snapshotPending) store.flushNow(); // also updates this view
   else update(true, new Set());
   renderApprovals();
+  if (refocus && refocus.testid) {
+    const target = root.querySelector(`[data-testid='${refocus.testid}']`);
+    if (target) {
+      target.focus();
+      if (typeof refocus.start === "number" && target.setSelectionRange) target.setSelectionRange(refocus.start, refocus.end);
+    }
+  }
   root.dataset.ready = "true";
   return cleanup;
 }

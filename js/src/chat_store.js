@@ -8,12 +8,16 @@ import { Action, Msg } from "./lib/protocol.js";
 import { applyOp } from "./lib/stream.js";
 import { frameScheduler } from "./lib/dom.js";
 
-const stores = new WeakMap();
+// anywidget hands every initialize/render its own proxy of the model, so a store keyed by
+// that object would not be shared: key it by the id the kernel gives each chat (`_uid`).
+const stores = new Map();
+const byProxy = new WeakMap(); // hosts (and tests) whose model has no `_uid`
 const LOCAL_SAVE_MS = 1500;
 const HELLO_RETRY_MS = 5000;
 
 export function storeFor(model) {
-  let store = stores.get(model);
+  const uid = model.get("_uid");
+  let store = uid ? stores.get(uid) : byProxy.get(model);
   if (store) return store;
   store = {
     entries: [], byId: new Map(), lengths: new Map(), seq: -1, queue: [], snapshotPending: "initial",
@@ -124,6 +128,9 @@ export function storeFor(model) {
     model.send({ ...payload, request_id });
     return request_id;
   };
-  stores.set(model, store);
+  if (uid) {
+    stores.set(uid, store);
+    model.on("comm:close", () => stores.delete(uid));
+  } else byProxy.set(model, store);
   return store;
 }
