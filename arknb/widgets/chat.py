@@ -113,13 +113,31 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             self._transcript = self._from_state()
             for event in events or ():
                 self._transcript.apply(event)
-            why = getattr(runtime, "detached_reason", None)
-            if why:
-                self.detached = _detached_text(str(why))
+            why = getattr(runtime, "detached", None)  # AgentRuntime: the reason, or None
+            if isinstance(why, str) and why:
+                self.detached = _detached_text(why)
             self._listen(runtime.bus)
+            if getattr(runtime, "loaded", True) is False and callable(getattr(runtime, "load", None)):
+                # A runtime for a saved session reads it before acting; read it now so the
+                # chat shows the saved transcript and pending approvals (state.loaded).
+                self._transcript.status = "loading"
+                self._load()
         self._cards = ApprovalCards(runtime, self._transcript)
         self.on_msg(self._on_msg)
         self._flush()
+
+    def _load(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a script building widgets): the runtime loads on first use
+            return
+        spawn(self._runtime.load(), self._tasks, self._load_failed)
+
+    def _load_failed(self, exc: BaseException) -> None:
+        self._transcript.status = "idle"
+        self.error = f"could not load the saved session: {error_text(exc)}"
+        self._controls_dirty = True
+        self._coalescer.structural()
 
     @classmethod
     def from_events(cls, events: Iterable[Any], **kwargs: Any) -> ChatWidget:
@@ -183,7 +201,8 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             self._coalescer.structural()
             return
         if etype == EventTypes.RUNTIME_DETACHED:
-            self.detached = _detached_text(str(event.payload.get("reason") or "closed"))
+            payload = event.payload
+            self.detached = _detached_text(str(payload.get("reason") or "closed"), str(payload.get("message") or ""))
             self._controls_dirty = self._cards.dirty = True
             self._coalescer.structural()
             self._static.refresh_soon()
@@ -226,6 +245,8 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             return "this chat is a read-only replay"
         if self.detached:
             return self.detached
+        if self._transcript.status == "loading":
+            return "loading the saved session…"
         if getattr(runtime, "is_running", False):
             return "a run is in progress: wait for it to finish, or press Stop"
         if self._cards.pending():
@@ -332,9 +353,10 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         super().close()
 
 
-def _detached_text(reason: str) -> str:
+def _detached_text(reason: str, message: str = "") -> str:
     why = _DETACHED_WHY.get(reason, reason)
-    return f"detached: {why}. This chat can no longer act; use a chat on the current runtime."
+    detail = f" ({message.rstrip('.')})" if message else ""
+    return f"detached: {why}{detail}. This chat can no longer act; use a chat on the current runtime."
 
 
 def _approval_id(content: dict[str, Any]) -> dict[str, Any]:

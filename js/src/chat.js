@@ -20,7 +20,7 @@ function initialize({ model }) {
 }
 
 const STATUS_LABEL = {
-  idle: "idle", running: "running", awaiting_approval: "awaiting approval", suspended: "suspended",
+  idle: "idle", loading: "loading…", running: "running", awaiting_approval: "awaiting approval", suspended: "suspended",
   completed: "completed", cancelled: "cancelled", failed: "failed", aborted: "aborted",
 };
 

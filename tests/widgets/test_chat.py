@@ -463,7 +463,7 @@ def test_closed_runtime_detaches_with_its_reason(runtime, timers, ev):
 
 def test_a_chat_on_an_already_detached_runtime_starts_detached(timers):
     rt = FakeRuntime()
-    rt.detached_reason = "replaced"
+    rt.detached = "replaced"
     chat, _ = make_chat(rt, timers)
     assert chat.detached.startswith("detached:")
 
@@ -536,3 +536,44 @@ def test_read_only_replay_from_events():
     assert chat.status == "completed"
     chat._on_msg(chat, {"type": "send", "text": "more"})
     assert front.of_type("action_result")[0]["ok"] is False
+
+
+async def test_a_chat_on_a_runtime_not_loaded_yet_loads_it_and_shows_the_saved_session(timers, ev):
+    rm = ToolCall(id="c2", name="rm", arguments_json='{"path": "/tmp"}')
+    message = AgentMessage.assistant("cleaning", tool_calls=[rm])
+    runtime = FakeRuntime()
+    runtime.loaded = False
+
+    async def load():
+        runtime.state = SimpleNamespace(history=(AgentMessage.user("clean"), message), pending_approval={
+            "batch_id": "b1", "run_id": "r2", "items": [FakeItem("ap1", rm).model_dump()],
+            "model_message": msg_dict(message)})
+        runtime.controller.items = [FakeItem("ap1", rm)]
+        runtime.loaded = True
+        runtime.bus.publish(ev("state.loaded", revision=3, messages=2, pending_approval=True))
+        return runtime.state
+
+    runtime.load = load
+    chat, front = make_chat(runtime, timers)
+    assert chat.status == "loading" and chat.input_block == "loading the saved session…"
+    await asyncio.sleep(0)
+    timers.advance(0.1)
+    assert [e["kind"] for e in chat.transcript["entries"]] == ["user", "assistant", "tool"]
+    assert front.entries == chat.transcript["entries"]
+    assert chat.status == "awaiting_approval" and [a["approval_id"] for a in chat.approvals] == ["ap1"]
+
+
+async def test_a_saved_session_that_cannot_be_read_is_named_in_the_chat(timers):
+    runtime = FakeRuntime()
+    runtime.loaded = False
+
+    async def load():
+        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT, "/tmp/s.json: not JSON")
+
+    runtime.load = load
+    chat, _ = make_chat(runtime, timers)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    timers.advance(0.1)
+    assert "could not load the saved session: state_corrupt: /tmp/s.json" in chat.error
+    assert chat.status == "idle"
