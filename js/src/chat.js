@@ -42,9 +42,11 @@ function hookSentence(e) {
     `${e.count > 1 ? ` (×${e.count})` : ""}`;
 }
 
-/** True when ipywidgets marked this view's model as cut off from its kernel. */
-function kernelGone(el) {
-  return el.classList.contains("jupyter-widgets-disconnected") || !!el.closest(".jupyter-widgets-disconnected");
+/** True when the model is cut off from its kernel: seen by the store (restart, shutdown),
+ *  or marked by ipywidgets on the view's element (e.g. a model restored from saved state). */
+function kernelGone(el, store) {
+  return store.kernelGone || el.classList.contains("jupyter-widgets-disconnected")
+    || !!el.closest(".jupyter-widgets-disconnected");
 }
 
 function render({ model, el }) {
@@ -95,8 +97,8 @@ function createView(model, el, store) {
   const refocus = store.refocus && performance.now() - store.refocus.at < 2000 ? store.refocus : null;
   store.refocus = null;
 
-  const isDetached = () => !!model.get("detached") || kernelGone(el);
-  const inputBlock = () => (kernelGone(el) ? KERNEL_GONE : model.get("input_block") || "");
+  const isDetached = () => !!model.get("detached") || kernelGone(el, store);
+  const inputBlock = () => (kernelGone(el, store) ? KERNEL_GONE : model.get("input_block") || "");
 
   const act = (type, payload = {}) => {
     if (isDetached()) return null;
@@ -130,7 +132,7 @@ function createView(model, el, store) {
     const st = model.get("status") || "idle";
     const ro = !!model.get("read_only");
     const detached = isDetached();
-    const detachedText = model.get("detached") || (kernelGone(el) ? KERNEL_GONE : "");
+    const detachedText = model.get("detached") || (kernelGone(el, store) ? KERNEL_GONE : "");
     status.textContent = STATUS_LABEL[st] || st;
     status.dataset.status = st;
     root.dataset.status = st;
@@ -156,7 +158,7 @@ function createView(model, el, store) {
     input.setAttribute("aria-disabled", String(!!block));
     sendBtn.disabled = !!block || busy(Action.SEND);
     blockNote.textContent = block;
-    blockNote.hidden = !block;
+    blockNote.hidden = !block || detached; // the detached banner already says why
     const err = model.get("error") || "";
     errorBar.textContent = err;
     errorBar.hidden = !err;
@@ -256,6 +258,7 @@ function createView(model, el, store) {
 
   function update(reset, changed, added = []) {
     if (orphaned()) return; // taken over by the next view of this output (adopt) or gone
+    if (store.kernelGone && root.dataset.detached !== "true") renderApprovals();
     if (reset) {
       const keep = new Set(store.entries.map((e) => e.id));
       for (const [id, n] of nodes) if (!keep.has(id)) { n.root.remove(); nodes.delete(id); }

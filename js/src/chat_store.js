@@ -15,6 +15,31 @@ const byProxy = new WeakMap(); // hosts (and tests) whose model has no `_uid`
 const LOCAL_SAVE_MS = 1500;
 const HELLO_RETRY_MS = 5000;
 
+const GONE = new Set(["restarting", "autorestarting", "dead"]);
+
+/**
+ * Call `onGone` once the kernel that holds this model's widget restarts, dies or is
+ * replaced: the widget lives in that kernel's memory, so the views can no longer act.
+ * Uses JupyterLab's (and Notebook 7's) widget manager when it is there; other hosts
+ * still mark a disconnected model's views (see kernelGone in chat.js).
+ */
+function watchKernel(model, onGone) {
+  const manager = model.widget_manager;
+  const session = manager && manager.context && manager.context.sessionContext;
+  const current = () => (session ? session.session && session.session.kernel : manager && manager.kernel);
+  let kernel;
+  try { kernel = current(); } catch { return; }
+  if (!kernel || !kernel.statusChanged || typeof kernel.statusChanged.connect !== "function") return;
+  const id = kernel.id;
+  const check = () => {
+    const now = current();
+    if (!now || now.id !== id || GONE.has(now.status) || GONE.has(kernel.status)) onGone();
+  };
+  kernel.statusChanged.connect(check);
+  if (session && session.kernelChanged) session.kernelChanged.connect(check);
+  check();
+}
+
 export function storeFor(model) {
   const uid = model.get("_uid");
   let store = uid ? stores.get(uid) : byProxy.get(model);
@@ -105,6 +130,13 @@ export function storeFor(model) {
       } finally { store.localSet = false; }
     }, LOCAL_SAVE_MS);
   };
+
+  store.kernelGone = false;
+  watchKernel(model, () => {
+    if (store.kernelGone) return;
+    store.kernelGone = true;
+    for (const view of [...store.views]) view.update(false, new Set());
+  });
 
   store.schedule = frameScheduler(flush);
   store.flushNow = flush;
