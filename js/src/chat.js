@@ -82,13 +82,16 @@ function createView(model, el, store) {
   const log = h("div", { class: "arknb-log", testid: "arknb-transcript", role: "log", "aria-live": "polite" });
   const approvalsBox = h("div", { class: "arknb-approvals", testid: "arknb-approvals" });
   const input = h("textarea", { class: "arknb-input", testid: "arknb-input", rows: "2",
-    placeholder: "Message the agent — Enter sends, Shift+Enter adds a line", "aria-label": "Message",
-    "aria-describedby": "" });
+    placeholder: "Message the agent — Enter sends, Shift+Enter adds a line", "aria-label": "Message" });
   const sendBtn = h("button", { class: "arknb-btn arknb-btn-primary", testid: "arknb-send", type: "button" }, "Send");
-  const blockNote = h("div", { class: "arknb-muted arknb-block-note", testid: "arknb-input-block" });
+  const blockId = `arknb-block-${Math.random().toString(36).slice(2)}`;
+  const blockNote = h("div", { class: "arknb-muted arknb-block-note", testid: "arknb-input-block", id: blockId,
+    role: "status" });
   const composer = h("div", { class: "arknb-composer-wrap" }, h("div", { class: "arknb-composer" }, input, sendBtn),
     blockNote);
-  const root = h("div", { class: "arknb arknb-chat", testid: "arknb-chat" },
+  // data-lm-suppress-shortcuts: keys pressed inside the chat are the chat's (Enter on an
+  // Approve button must not also put the notebook cell into edit mode).
+  const root = h("div", { class: "arknb arknb-chat", testid: "arknb-chat", "data-lm-suppress-shortcuts": "true" },
     h("div", { class: "arknb-toolbar" }, h("span", { class: "arknb-title" }, "Agent"), status,
       h("span", { class: "arknb-spacer" }), suspendBtn, resumeBtn, stopBtn),
     detachedBar, suspendingBar, errorBar, log, approvalsBox, composer);
@@ -152,11 +155,13 @@ function createView(model, el, store) {
     stopBtn.hidden = suspendBtn.hidden = ro;
     composer.hidden = ro;
     const block = ro ? "" : inputBlock();
-    // readOnly, not disabled: the box keeps its text and can still take focus (Approve and
-    // Deny move focus here), but nothing can be sent while something blocks input.
-    input.readOnly = !!block;
-    input.setAttribute("aria-disabled", String(!!block));
+    // Sending is disabled while something blocks input, with the reason under the box;
+    // the box itself stays editable (the next message can be written meanwhile, and
+    // Approve/Deny move focus here) and keeps whatever it holds.
+    input.dataset.blocked = String(!!block);
+    if (block) input.setAttribute("aria-describedby", blockId); else input.removeAttribute("aria-describedby");
     sendBtn.disabled = !!block || busy(Action.SEND);
+    sendBtn.title = block || "Send (Enter)";
     blockNote.textContent = block;
     blockNote.hidden = !block || detached; // the detached banner already says why
     const err = model.get("error") || "";
@@ -299,6 +304,10 @@ function createView(model, el, store) {
     const items = model.get("approvals") || [];
     const live = new Set(items.map((a) => a.approval_id));
     for (const id of [...deciding.keys()]) if (!live.has(id)) deciding.delete(id);
+    // Cards are rebuilt: keep keyboard focus on the same control of the same card.
+    const active = document.activeElement;
+    const had = active && approvalsBox.contains(active)
+      ? { id: active.closest("[data-approval-id]")?.dataset.approvalId, testid: active.dataset.testid } : null;
     approvalsBox.replaceChildren(...items.map((a) => {
       const decision = decided.get(a.approval_id) || (a.decision !== "pending" ? a.decision : null);
       const busy = !decision && (a.deciding || deciding.has(a.approval_id));
@@ -340,6 +349,11 @@ function createView(model, el, store) {
         err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
     }));
     approvalsBox.hidden = items.length === 0;
+    if (had) {
+      const same = approvalsBox.querySelector(`[data-approval-id='${CSS.escape(had.id || "")}'] [data-testid='${had.testid}']`);
+      if (same && !same.disabled) same.focus();
+      else moveFocus(had.id);
+    }
   }
 
   /** After a decision, keyboard focus goes to the next card still waiting, else the send box. */

@@ -172,15 +172,17 @@ def test_the_send_box_is_disabled_with_its_reason_while_input_is_blocked(harness
     box.fill("next question")
     harness.set("input_block", "a run is in progress: wait for it to finish, or press Stop")
     send = harness.page.get_by_test_id("arknb-send")
-    assert send.is_disabled() and box.get_attribute("aria-disabled") == "true"
+    assert send.is_disabled() and box.is_editable()
+    assert box.get_attribute("aria-describedby") == harness.page.get_by_test_id("arknb-input-block").get_attribute("id")
     assert harness.page.get_by_test_id("arknb-input-block").inner_text().startswith("a run is in progress")
     box.press("Enter")
     assert [m for m in harness.sent() if m["type"] == "send"] == []
-    assert box.input_value() == "next question"  # kept, and still focusable
+    box.type(" please")  # the next message can be written meanwhile
+    assert box.input_value() == "next question please"
     harness.set("input_block", "")
     assert send.is_enabled() and not harness.page.get_by_test_id("arknb-input-block").is_visible()
     box.press("Enter")
-    assert [m["text"] for m in harness.sent() if m["type"] == "send"] == ["next question"]
+    assert [m["text"] for m in harness.sent() if m["type"] == "send"] == ["next question please"]
 
 
 def test_control_buttons_follow_status_and_suspend_says_it_waits_for_a_checkpoint(harness):
