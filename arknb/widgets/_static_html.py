@@ -26,6 +26,7 @@ import html
 import re
 import time
 import uuid
+import weakref
 from typing import Any, Callable
 
 from markdown_it import MarkdownIt
@@ -116,13 +117,43 @@ def document(title: str, body: str) -> str:
             f"<title>{esc(title)}</title><style>{STATIC_CSS}</style></head>\n<body>{body}</body></html>\n")
 
 
+_PENDING: "weakref.WeakSet[StaticOutput]" = weakref.WeakSet()
+_HOOKED = False
+
+
+def _flush_pending(*_args: Any) -> None:
+    """IPython's post_run_cell: republish every copy still waiting, so the copy in the
+    output is current when the cell's execution ends (what nbclient and exports keep)."""
+    for output in list(_PENDING):
+        try:
+            output.refresh_now()
+        except Exception:  # one widget must not break the cell for the others
+            pass
+
+
+def _hook_cells() -> None:
+    global _HOOKED
+    if _HOOKED:
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.events.register("post_run_cell", _flush_pending)
+    _HOOKED = True
+
+
 class StaticOutput:
     """The static copy inside a widget's notebook output.
 
     ``_ipython_display_`` calls :meth:`display`, which publishes the widget view and
     the ``text/html`` copy under one display id; :meth:`refresh_soon` republishes both
-    (``update_display``) once the widget has been quiet for :attr:`QUIET` seconds, and
-    at least every :attr:`MAX_WAIT` seconds while it keeps changing. (A live front end
+    (``update_display``) once the widget has been quiet for :attr:`QUIET` seconds, at
+    least every :attr:`MAX_WAIT` seconds while it keeps changing, and at the end of the
+    notebook cell running meanwhile (so an executed notebook keeps the final copy). (A live front end
     re-creates the view on such an update; the chat's front end adopts the old view's
     DOM, so the reader sees no change.) After the widget is closed the output keeps
     only the copy.
@@ -171,6 +202,7 @@ class StaticOutput:
         data, metadata = self.bundle()
         display(data, raw=True, metadata=metadata, display_id=self.display_id)
         self.displayed = True
+        _hook_cells()
 
     def refresh_soon(self) -> None:
         """The widget settled (a run ended, a batch waits): republish the copy shortly."""
@@ -187,10 +219,13 @@ class StaticOutput:
         self._timer = self._later(delay, self.refresh_now)
         if self._timer is None:  # no running loop: refresh at once
             self.refresh_now()
+        else:
+            _PENDING.add(self)
 
     def refresh_now(self) -> None:
         """Republish the copy at once (a no-op until the widget was displayed)."""
         self._cancel()
+        _PENDING.discard(self)
         self._first_wait = None
         if not self.displayed:
             return

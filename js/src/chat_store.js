@@ -14,6 +14,7 @@ const stores = new Map();
 const byProxy = new WeakMap(); // hosts (and tests) whose model has no `_uid`
 const LOCAL_SAVE_MS = 1500;
 const HELLO_RETRY_MS = 5000;
+const ANSWER_MS = 4000; // an idle kernel that has not answered a hello by then does not hold the widget
 
 const GONE = new Set(["restarting", "autorestarting", "dead"]);
 
@@ -28,8 +29,8 @@ function watchKernel(model, onGone) {
   const session = manager && manager.context && manager.context.sessionContext;
   const current = () => (session ? session.session && session.session.kernel : manager && manager.kernel);
   let kernel;
-  try { kernel = current(); } catch { return; }
-  if (!kernel || !kernel.statusChanged || typeof kernel.statusChanged.connect !== "function") return;
+  try { kernel = current(); } catch { return null; }
+  if (!kernel || !kernel.statusChanged || typeof kernel.statusChanged.connect !== "function") return null;
   const id = kernel.id;
   const check = () => {
     const now = current();
@@ -38,6 +39,7 @@ function watchKernel(model, onGone) {
   kernel.statusChanged.connect(check);
   if (session && session.kernelChanged) session.kernelChanged.connect(check);
   check();
+  return kernel;
 }
 
 export function storeFor(model) {
@@ -55,12 +57,12 @@ export function storeFor(model) {
     store.helloSent = true;
     store.helloAt = Date.now();
     model.send({ type: Action.HELLO });
+    if (store.noAnswer) setTimeout(store.noAnswer, ANSWER_MS);
   };
 
-  const takeSnapshot = (answered) => {
+  const takeSnapshot = () => {
     const snap = model.get("_snapshot") || {};
     const seq = Number.isInteger(snap.seq) ? snap.seq : 0;
-    if (answered) store.helloSent = false; // the kernel answered: a later gap may ask again
     if (seq === store.seq && store.entries.length) return false; // already exactly there
     store.entries = (snap.entries || []).map((e) => ({ ...e }));
     store.byId = new Map(store.entries.map((e) => [e.id, e]));
@@ -99,7 +101,7 @@ export function storeFor(model) {
     const added = [];
     let reset = false;
     if (store.snapshotPending) {
-      reset = takeSnapshot(store.snapshotPending === "changed");
+      reset = takeSnapshot();
       store.snapshotPending = false;
     }
     const queue = store.queue;
@@ -132,17 +134,27 @@ export function storeFor(model) {
   };
 
   store.kernelGone = false;
-  watchKernel(model, () => {
+  const gone = () => {
     if (store.kernelGone) return;
     store.kernelGone = true;
     for (const view of [...store.views]) view.update(false, new Set());
-  });
+  };
+  const kernel = watchKernel(model, gone);
+  // An idle kernel answers a hello at once. One that stays silent while idle does not hold
+  // this widget: a model restored from saved widget state, or its kernel was replaced.
+  store.noAnswer = () => {
+    if (!kernel || !store.helloSent) return;
+    if (kernel.status === "idle") gone();
+    else { const again = () => { kernel.statusChanged.disconnect(again); setTimeout(store.noAnswer, ANSWER_MS); };
+      kernel.statusChanged.connect(again); }
+  };
 
   store.schedule = frameScheduler(flush);
   store.flushNow = flush;
   store.hello = hello;
   model.on("change:_snapshot", () => {
     if (store.localSet) return;
+    store.helloSent = false; // the kernel answered (now, not at the next frame: a hidden tab has none)
     store.snapshotPending = "changed";
     store.schedule();
   });

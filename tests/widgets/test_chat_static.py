@@ -122,3 +122,42 @@ def test_markdown_rules_match_the_live_view():
     assert re.search(r'<a href="https://example.org" target="_blank" rel="noopener noreferrer nofollow">', html)
     assert 'href="mailto:a@b.c"' in html and "vbscript" not in html.split("[bad]")[0]
     assert '<img src="data:image/png;base64,AAAA" alt="inline">' in html
+
+
+NOTEBOOK_CELLS = [
+    '''import arknb as ark
+
+@ark.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+runtime = ark.AgentRuntime(ark.ScriptedModel([
+    ark.ScriptedTurn(text="Let me add.", tool_calls=[ark.ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')]),
+    ark.ScriptedTurn(text="It is **3**. Never trust <script> tags; this sentence stays."),
+]), tools=[add])''',
+    "chat = ark.ChatWidget(runtime)\nchat",
+    'result = await runtime.run("What is 1 + 2?")\nprint(result.stop_reason)',
+]
+
+
+def test_an_executed_notebook_keeps_the_conversation_for_readers_without_a_kernel(tmp_path):
+    """nbclient (what `build_notebooks.py --execute` and CI use) then nbconvert's HTML
+    export, as nbviewer and GitHub show a notebook: the chat's output reads as the chat."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nbconvert = pytest.importorskip("nbconvert")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in NOTEBOOK_CELLS]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
+                            store_widget_state=False).execute()
+    assert nb.cells[2].outputs[0]["text"].strip() == "completed"
+    (output,) = nb.cells[1].outputs
+    html = output["data"]["text/html"]
+    assert WIDGET_VIEW in output["data"]
+    assert "What is 1 + 2?" in html and "<strong>3</strong>" in html and "this sentence stays" in html
+    assert "&lt;script&gt;" in html and "<script" not in html
+    exported, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    body = exported.split("<body", 1)[1]
+    assert "What is 1 + 2?" in body and "this sentence stays" in body
