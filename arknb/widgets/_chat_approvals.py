@@ -10,6 +10,7 @@ turns the card into that decision, never into a second chance to run the call.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ..domain import ErrorCode
@@ -36,6 +37,7 @@ class ApprovalCards:
         self.dirty = True
         """True when :meth:`items` would give something new."""
         self._ui: dict[str, dict[str, Any]] = {}
+        self._batch_ids: dict[str, str | None] = {}
 
     # -- reading ------------------------------------------------------------------------
 
@@ -46,16 +48,18 @@ class ApprovalCards:
         whole = getattr(controller, "pending_batch", None)
         if callable(whole):
             batch = whole()
-            items = batch.items if batch is not None else ()
-        else:  # a controller without the whole batch: only its pending items
-            items = [i for i in controller.list_pending_approvals() if approval_dict(i)["decision"] == "pending"]
-        return [approval_dict(item) for item in items]
+            if batch is None:
+                return []
+            return [{**approval_dict(item), "batch_id": str(batch.batch_id)} for item in batch.items]
+        # A controller without the whole batch: only its pending items.
+        return [a for a in map(approval_dict, controller.list_pending_approvals()) if a["decision"] == "pending"]
 
     def items(self, *, detached: bool) -> list[dict[str, Any]]:
         """One dict per item of the pending batch, with ``decision`` (as recorded, also
         when it was made elsewhere), ``deciding``, ``error``, ``note`` and ``live``."""
         self.dirty = False
         items = self._batch()
+        self._batch_ids = {a["approval_id"]: a.get("batch_id") for a in items}
         current = {a["approval_id"] for a in items}
         self._ui = {k: v for k, v in self._ui.items() if k in current}
         out = []
@@ -112,7 +116,11 @@ class ApprovalCards:
     async def decide(self, approve: bool, approval_id: str, reason: str | None) -> tuple[bool, str | None]:
         """Ask the controller; returns ``(ok, error text)`` and updates the card."""
         controller = self.runtime.controller
-        result = await (controller.approve(approval_id) if approve else controller.deny(approval_id, reason))
+        # The card's batch goes along, so a card can never decide an item of another batch.
+        batch_id = self._batch_ids.get(approval_id)
+        scope = {"batch_id": batch_id} if batch_id and _takes_batch_id(controller) else {}
+        result = await (controller.approve(approval_id, **scope) if approve
+                        else controller.deny(approval_id, reason, **scope))
         self.dirty = True
         if bool(getattr(result, "ok", True)):
             decision = _value(getattr(result, "decision", None)) or ("approved" if approve else "denied")
@@ -154,6 +162,13 @@ def approval_dict(item: Any) -> dict[str, Any]:
             "arguments": call["arguments"], "risk_level": str(data.get("risk_level") or ""),
             "reason": str(data.get("reason") or ""), "decision": _value(data.get("decision")) or "pending",
             "deny_reason": data.get("deny_reason")}
+
+
+def _takes_batch_id(controller: Any) -> bool:
+    try:
+        return "batch_id" in inspect.signature(controller.approve).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _value(value: Any) -> str | None:
