@@ -437,28 +437,17 @@ function createView(model, el, store) {
     }
     store.views.delete(view);
     store.results.delete(onResult);
-    model.off("change:status", onStatus);
-    model.off("change:error", onStatus);
-    model.off("change:read_only", onStatus);
-    model.off("change:detached", onStatus);
-    model.off("change:input_block", onStatus);
-    model.off("change:suspending", onStatus);
-    model.off("change:approvals", renderApprovals);
-    model.off("comm_live_update", onConnection);
+    for (const [name, handler] of listeners) model.off(name, handler);
     observer?.disconnect();
     for (const n of nodes.values()) if (n.retry) clearTimeout(n.retry);
   }
 
+  const listeners = [
+    ...["status", "error", "read_only", "detached", "input_block", "suspending"].map((t) => [`change:${t}`, onStatus]),
+    ["change:approvals", renderApprovals], ["comm_live_update", onConnection]];
   store.results.add(onResult);
   store.views.add(view);
-  model.on("change:status", onStatus);
-  model.on("change:error", onStatus);
-  model.on("change:read_only", onStatus);
-  model.on("change:detached", onStatus);
-  model.on("change:input_block", onStatus);
-  model.on("change:suspending", onStatus);
-  model.on("change:approvals", renderApprovals);
-  model.on("comm_live_update", onConnection);
+  for (const [name, handler] of listeners) model.on(name, handler);
 
   const cleanup = attach(el);
   if (store.snapshotPending) store.flushNow(); // also updates this view

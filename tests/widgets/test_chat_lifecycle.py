@@ -12,7 +12,7 @@ import comm
 import ipywidgets
 import pytest
 
-from arknb.widgets import ChatWidget, TimelineWidget
+from arknb.widgets import ChatWidget
 from arknb.widgets._base import CELLS, BusListener, CellWidgets
 
 from .conftest import FakeRuntime
@@ -102,17 +102,6 @@ def test_one_execution_may_make_several_widgets_and_other_cells_keep_theirs(cell
     again = ChatWidget(rt)
     assert (first.comm, second.comm) == (None, None)
     assert other.listening and again.listening and listeners(rt.bus) == 2
-
-
-def test_a_re_run_replaces_the_timeline_made_by_that_cell_too(cell):
-    rt = FakeRuntime()
-    cell.run("a")
-    ChatWidget(rt)
-    TimelineWidget(rt)
-    cell.run("a")
-    ChatWidget(rt)
-    # The timeline adopts the same mechanism (RuntimeWidget); until then it only goes on close.
-    assert listeners(rt.bus) in (1, 2)
 
 
 def test_without_a_cell_id_nothing_is_replaced():
