@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Any, Callable, Iterable
 
@@ -20,6 +21,8 @@ from ._static_html import StaticOutput
 from ._transcript import Transcript
 
 __all__ = ["ChatWidget"]
+
+_log = logging.getLogger("arknb.widgets")
 
 _APPROVAL_EVENTS = frozenset({
     EventTypes.APPROVAL_REQUIRED, EventTypes.APPROVAL_DECIDED, EventTypes.APPROVAL_RESOLVED,
@@ -348,8 +351,12 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         super().set_state({k: v for k, v in sync_data.items() if k not in _KERNEL_TRAITS})
 
     def close(self) -> None:
-        """Stop listening to the runtime and close the widget (its views go too)."""
-        self._static.close()
+        """Stop listening to the runtime and close the widget (its views go too); the
+        outputs that showed it keep the static copy of the conversation."""
+        try:
+            self._static.close()
+        except Exception:  # e.g. at interpreter exit, with no kernel left to publish to
+            _log.debug("the chat's static copy could not be republished on close", exc_info=True)
         super().close()
 
 
