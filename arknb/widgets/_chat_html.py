@@ -120,7 +120,7 @@ def chat_html(t: Transcript, *, status: str, full_document: bool, limit: int | N
         parts.reverse()
     shown = len(parts)
     left_out = len(t.entries) - shown
-    head = (f'<div class="arknb-s-head">arknb chat · {esc(status)} · {len(t.entries):,} entries'
+    head = (f'<div class="arknb-s-head">arknb chat · {esc(status.replace("_", " "))} · {len(t.entries):,} entries'
             + (f" · showing the newest {shown:,}" if left_out else "")
             + ("" if full_document else " · static copy: run the notebook for the live chat")
             + (f" · {esc(detached)}" if detached else "") + "</div>")

@@ -102,6 +102,9 @@ STATIC_CSS = """
 .arknb-static .arknb-s-muted, .arknb-static .arknb-s-hook, .arknb-static .arknb-s-notice { color: var(--jp-ui-font-color2, #59636e); }
 .arknb-static pre { white-space: pre-wrap; word-break: break-word; background: var(--jp-layout-color2, #f3f4f6);
   padding: 4px 6px; border-radius: 4px; margin: 4px 0; font-size: 0.92em; }
+.arknb-static table { border-collapse: collapse; margin: 4px 0; }
+.arknb-static td, .arknb-static th { border: 1px solid var(--jp-border-color2, #d0d7de); padding: 2px 6px; }
+.arknb-static code { font-family: var(--jp-code-font-family, ui-monospace, monospace); font-size: 0.92em; }
 .arknb-static .arknb-img-blocked { font-style: italic; color: var(--jp-ui-font-color2, #59636e); }
 @media (prefers-color-scheme: dark) { .arknb-static.arknb-standalone { color: #e6edf3; background: #0d1117;
   border-color: #30363d; } .arknb-static.arknb-standalone pre, .arknb-static.arknb-standalone .arknb-s-user,
@@ -114,7 +117,9 @@ def document(title: str, body: str) -> str:
     """A standalone HTML page (UTF-8, inline styles, no script) around ``body``."""
     return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{STATIC_CSS}</style></head>\n<body>{body}</body></html>\n")
+            f"<title>{esc(title)}</title><style>{STATIC_CSS}"
+            "@media (prefers-color-scheme: dark) { body { background: #010409; } }</style></head>\n"
+            f"<body>{body}</body></html>\n")
 
 
 _PENDING: "weakref.WeakSet[StaticOutput]" = weakref.WeakSet()

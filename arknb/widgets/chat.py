@@ -362,8 +362,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
 
 def _detached_text(reason: str, message: str = "") -> str:
     why = _DETACHED_WHY.get(reason, reason)
-    detail = f" ({message.rstrip('.')})" if message else ""
-    return f"detached: {why}{detail}. This chat can no longer act; use a chat on the current runtime."
+    if message:  # the runtime says what happened and what to use instead
+        return f"detached: {why}. {message[:1].upper()}{message[1:]}"
+    return f"detached: {why}. This chat can no longer act; use a chat on the current runtime."
 
 
 def _approval_id(content: dict[str, Any]) -> dict[str, Any]:
