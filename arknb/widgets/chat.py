@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
+import weakref
 from typing import Any, Callable, Iterable
 
 import anywidget
@@ -17,7 +17,7 @@ from ._chat_html import chat_html
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._payload import error_text
 from ._protocol import Action, Msg
-from ._static_html import StaticOutput
+from ._static_html import StaticTwin, new_static_id
 from ._transcript import Transcript
 
 __all__ = ["ChatWidget"]
@@ -37,7 +37,7 @@ _DETACHED_WHY = {
 }
 # Traits only the kernel writes; the front end acts through messages (see set_state).
 _KERNEL_TRAITS = frozenset({"_snapshot", "approvals", "status", "read_only", "error", "detached", "input_block",
-                            "suspending", "_uid"})
+                            "suspending", "static_id"})
 
 
 class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
@@ -91,21 +91,23 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     """Why the send box is disabled now ('' when a message can be sent)."""
     suspending = traitlets.Bool(False).tag(sync=True)
     """True from a Suspend click until the run reaches its checkpoint."""
-    _uid = traitlets.Unicode().tag(sync=True)
-    """A unique id: the front end keys the transcript its views share by it."""
+    static_id = traitlets.Unicode("").tag(sync=True)
+    """Ties the views to the static companion output (and keys the transcript they share)."""
 
     def __init__(self, runtime: Any = None, *, events: Iterable[Any] | None = None,
                  interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] | None = None,
                  call_later: Callable[..., Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(_uid=uuid.uuid4().hex, **kwargs)
+        # In the constructor, so the front end's initialize already sees it.
+        super().__init__(static_id=new_static_id(), **kwargs)
         self._runtime = runtime
         self._tasks: set[asyncio.Future] = set()
         self._seq = 0
         self._snapshots = 0
+        self._twin_pending = False
         self._want_snapshot = True
         self._controls_dirty = True
         self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
-        self._static = StaticOutput(self._static_html, self._widget_bundle, call_later=call_later, clock=clock)
+        self._twin = StaticTwin(self, self._static_html, clock=clock, call_later=call_later)
         if runtime is None:
             self._transcript = Transcript()
             for event in check_events(events or (), "ChatWidget"):
@@ -159,23 +161,29 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         Model and tool text is rendered as Markdown with raw HTML shown as text,
         links limited to http(s)/mailto and images to inline data, as in the live view.
         """
-        return chat_html(self._transcript, status=self.status, full_document=full_document)
+        return chat_html(self._transcript, status=self._transcript.status, full_document=full_document)
 
     def _static_html(self) -> str:
-        # The copy inside the notebook output: the newest entries only, so refreshing it
-        # costs the same in a long session as in a short one.
-        return chat_html(self._transcript, status=self.status, full_document=False, limit=StaticOutput.LIMIT,
-                         detached=self.detached)
-
-    def _widget_bundle(self) -> Any:
-        return anywidget.AnyWidget._repr_mimebundle_(self) if self.comm is not None else None
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self._static.bundle()
+        # The companion output: the newest entries only, so refreshing it costs the same
+        # in a long session as in a short one.
+        return chat_html(self._transcript, status=self._transcript.status, full_document=False, limit=STATIC_LIMIT,
+                         detached=self.detached, static_id=self.static_id)
 
     def _ipython_display_(self) -> None:
-        # Displayed under our own display id, so the static copy can be refreshed later.
-        self._static.display()
+        if self.comm is None:  # closed: only the static copy is left to show
+            from IPython.display import display
+
+            display(self._twin.bundle(), raw=True)
+            return
+        # The view, then a static companion output that the live view hides; it is what
+        # GitHub, nbviewer and a reopened notebook without its kernel show.
+        self._twin.display()
+        _refresh_at_cell_end(self)
+
+    def _settled(self) -> None:
+        """The chat settled (a run ended or waits): refresh the static companion soon."""
+        self._twin.changed()
+        self._twin_pending = True
 
     def _from_state(self) -> Transcript:
         state = self._runtime.state
@@ -208,7 +216,7 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             self.detached = _detached_text(str(payload.get("reason") or "closed"), str(payload.get("message") or ""))
             self._controls_dirty = self._cards.dirty = True
             self._coalescer.structural()
-            self._static.refresh_soon()
+            self._settled()
             return
         structural = self._transcript.apply(event)
         if etype in _APPROVAL_EVENTS:
@@ -216,7 +224,7 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             self._controls_dirty = True
         if etype in _SETTLED:
             self.suspending = False
-            self._static.refresh_soon()
+            self._settled()
         if structural:
             self._coalescer.structural()
         else:
@@ -353,11 +361,46 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     def close(self) -> None:
         """Stop listening to the runtime and close the widget (its views go too); the
         outputs that showed it keep the static copy of the conversation."""
-        try:
-            self._static.close()
-        except Exception:  # e.g. at interpreter exit, with no kernel left to publish to
-            _log.debug("the chat's static copy could not be republished on close", exc_info=True)
+        twin = getattr(self, "_twin", None)  # ipywidgets also calls close() from __del__, maybe mid-__init__
+        if twin is not None:
+            try:
+                twin.close()
+            except Exception:  # e.g. at interpreter exit, with no kernel left to publish to
+                _log.debug("the chat's static copy could not be republished on close", exc_info=True)
         super().close()
+
+
+STATIC_LIMIT = 200
+"""Most entries in the static companion (``to_html()`` has them all)."""
+
+_DISPLAYED: "weakref.WeakSet[ChatWidget]" = weakref.WeakSet()
+_HOOKED = False
+
+
+def _refresh_at_cell_end(chat: ChatWidget) -> None:
+    """Refresh a displayed chat's companion at the end of each notebook cell if it settled
+    meanwhile, so an executed notebook (nbclient, nbconvert) keeps the final conversation
+    rather than the one from a second before the last cell ended."""
+    global _HOOKED
+    _DISPLAYED.add(chat)
+    if _HOOKED:
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def flush(*_args: Any) -> None:
+        for widget in list(_DISPLAYED):
+            if getattr(widget, "_twin_pending", False):
+                widget._twin_pending = False
+                widget._twin.refresh()
+
+    shell.events.register("post_run_cell", flush)
+    _HOOKED = True
 
 
 def _detached_text(reason: str, message: str = "") -> str:

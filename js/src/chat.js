@@ -6,6 +6,7 @@ import { Action } from "./lib/protocol.js";
 import { h, prettyJson, setChildren } from "./lib/dom.js";
 import { renderMarkdown } from "./lib/markdown.js";
 import { diffView } from "./lib/diff.js";
+import { hideStaticTwin } from "./lib/static_twin.js";
 import { storeFor } from "./chat_store.js";
 
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
@@ -50,11 +51,7 @@ function kernelGone(el, store) {
 }
 
 function render({ model, el }) {
-  const store = storeFor(model);
-  // The static copy of a displayed chat is refreshed with update_display, and JupyterLab then
-  // builds a new view in the same output: take over the old one so nothing visibly changes.
-  for (const view of store.views) if (view.orphaned()) return view.adopt(el);
-  return createView(model, el, store);
+  return createView(model, el, storeFor(model));
 }
 
 function createView(model, el, store) {
@@ -64,9 +61,6 @@ function createView(model, el, store) {
   const cardErrors = new Map();     // approval id -> error from the last action_result
   const decided = new Map();        // approval id -> decision the last action_result reported
   let sentText = null;              // the text of the send in flight (cleared when accepted)
-  let owner = 0;
-  let wasConnected = false;
-  let focused = null;
 
   const status = h("span", { class: "arknb-status", testid: "arknb-status", role: "status" });
   const stopBtn = h("button", { class: "arknb-btn arknb-btn-danger", testid: "arknb-stop", type: "button",
@@ -96,9 +90,6 @@ function createView(model, el, store) {
       h("span", { class: "arknb-spacer" }), suspendBtn, resumeBtn, stopBtn),
     detachedBar, suspendingBar, errorBar, log, approvalsBox, composer);
   input.value = store.draft;
-  // A view re-created in the same output (the static copy's refresh) takes focus back.
-  const refocus = store.refocus && performance.now() - store.refocus.at < 2000 ? store.refocus : null;
-  store.refocus = null;
 
   const isDetached = () => !!model.get("detached") || kernelGone(el, store);
   const inputBlock = () => (kernelGone(el, store) ? KERNEL_GONE : model.get("input_block") || "");
@@ -125,11 +116,6 @@ function createView(model, el, store) {
   stopBtn.addEventListener("click", () => act(Action.STOP));
   suspendBtn.addEventListener("click", () => act(Action.SUSPEND));
   resumeBtn.addEventListener("click", () => act(Action.RESUME));
-  root.addEventListener("focusin", (ev) => { focused = ev.target; });
-  root.addEventListener("focusout", () => {
-    // A blur caused by the output being wiped (see adopt) keeps what had focus.
-    setTimeout(() => { if (root.isConnected && !root.contains(document.activeElement)) focused = null; }, 0);
-  });
 
   function refreshControls() {
     const st = model.get("status") || "idle";
@@ -262,7 +248,6 @@ function createView(model, el, store) {
   }
 
   function update(reset, changed, added = []) {
-    if (orphaned()) return; // taken over by the next view of this output (adopt) or gone
     if (store.kernelGone && root.dataset.detached !== "true") renderApprovals();
     if (reset) {
       const keep = new Set(store.entries.map((e) => e.id));
@@ -393,48 +378,15 @@ function createView(model, el, store) {
 
   const onStatus = () => { refreshControls(); renderApprovals(); };
   const onConnection = () => { refreshControls(); renderApprovals(); };
-  let observer = null;
-
-  function attach(target) {
-    owner += 1;
-    el = target;
-    el.replaceChildren(root);
-    wasConnected = false;
-    observer?.disconnect();
-    // ipywidgets marks a view whose kernel went away with this class (restart, saved state).
-    if (typeof MutationObserver === "function") {
-      observer = new MutationObserver(onConnection);
-      observer.observe(el, { attributes: true, attributeFilter: ["class"] });
-    }
-    const later = typeof requestAnimationFrame === "function" ? requestAnimationFrame : (cb) => setTimeout(cb, 16);
-    later(() => { wasConnected = root.isConnected; });
-    const mine = owner;
-    return () => { if (mine === owner) destroy(); };
-  }
-
-  function orphaned() {
-    return wasConnected && !root.isConnected;
-  }
-
-  const view = {
-    update,
-    orphaned,
-    adopt(target) {
-      const restore = focused;
-      const cleanup = attach(target);
-      update(true, new Set());
-      if (restore && root.contains(restore)) restore.focus();
-      renderApprovals();
-      root.dataset.ready = "true";
-      return cleanup;
-    },
-  };
+  // ipywidgets marks a view whose kernel went away with a class on its element.
+  const observer = typeof MutationObserver === "function" ? new MutationObserver(onConnection) : null;
+  observer?.observe(el, { attributes: true, attributeFilter: ["class"] });
+  const view = { update };
+  // While this view lives it hides the chat's static companion output.
+  const untwin = hideStaticTwin(model.get("static_id"));
 
   function destroy() {
-    if (focused && root.contains(focused) && !root.contains(document.activeElement)) {
-      store.refocus = { testid: focused.dataset.testid, at: performance.now(),
-        start: focused.selectionStart, end: focused.selectionEnd };
-    }
+    untwin();
     store.views.delete(view);
     store.results.delete(onResult);
     for (const [name, handler] of listeners) model.off(name, handler);
@@ -449,19 +401,12 @@ function createView(model, el, store) {
   store.views.add(view);
   for (const [name, handler] of listeners) model.on(name, handler);
 
-  const cleanup = attach(el);
+  el.replaceChildren(root);
   if (store.snapshotPending) store.flushNow(); // also updates this view
   else update(true, new Set());
   renderApprovals();
-  if (refocus && refocus.testid) {
-    const target = root.querySelector(`[data-testid='${refocus.testid}']`);
-    if (target) {
-      target.focus();
-      if (typeof refocus.start === "number" && target.setSelectionRange) target.setSelectionRange(refocus.start, refocus.end);
-    }
-  }
   root.dataset.ready = "true";
-  return cleanup;
+  return destroy;
 }
 
 export default { initialize, render };

@@ -9,9 +9,9 @@ import { applyOp } from "./lib/stream.js";
 import { frameScheduler } from "./lib/dom.js";
 
 // anywidget hands every initialize/render its own proxy of the model, so a store keyed by
-// that object would not be shared: key it by the id the kernel gives each chat (`_uid`).
+// that object would not be shared: key it by the id the kernel gives each chat (`static_id`).
 const stores = new Map();
-const byProxy = new WeakMap(); // hosts (and tests) whose model has no `_uid`
+const byProxy = new WeakMap(); // hosts (and tests) whose model has no `static_id`
 const LOCAL_SAVE_MS = 1500;
 const HELLO_RETRY_MS = 5000;
 const ANSWER_MS = 4000; // an idle kernel that has not answered a hello by then does not hold the widget
@@ -43,7 +43,7 @@ function watchKernel(model, onGone) {
 }
 
 export function storeFor(model) {
-  const uid = model.get("_uid");
+  const uid = model.get("static_id");
   let store = uid ? stores.get(uid) : byProxy.get(model);
   if (store) return store;
   store = {

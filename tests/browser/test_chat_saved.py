@@ -73,3 +73,33 @@ def test_saved_widget_state_shows_the_conversation_without_its_kernel(lab, chrom
         tab.screenshot("reopened_without_kernel", locator=view)
     finally:
         context.close()
+
+
+def test_a_notebook_saved_without_widget_state_shows_the_static_copy_instead_of_an_error(lab):
+    notebook = lab.server.write_notebook("chat_companion.ipynb", CELLS)
+    lab.open(notebook)
+    for i in range(3):
+        lab.run_cell(i)
+    chat = lab.page.locator(CHAT).first
+    chat.locator("[data-testid='arknb-assistant-text']", has_text="Still here.").wait_for()
+    companion = lab.page.locator("[data-arknb-static]").first
+    lab.page.wait_for_function(
+        "() => { const s = document.querySelector('[data-arknb-static]'); return s && s.textContent.includes('Still here.'); }",
+        timeout=30_000)
+    assert not companion.is_visible() and chat.is_visible()  # live: the view hides its copy
+    lab.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    lab.page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    lab.server.shutdown_all_sessions()
+    lab.open(notebook)  # a new kernel, no saved widget state: the view cannot come back
+    companion = lab.page.locator("[data-arknb-static]").first
+    companion.wait_for(state="visible", timeout=60_000)
+    text = companion.inner_text()
+    assert "What is 1 + 2?" in text and "Still here." in text and "It is 3." in text
+    lab.page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')].some((o) => o.textContent.includes('model not found'))",
+        timeout=60_000)
+    shown = lab.page.evaluate(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')].filter((o) =>"
+        " o.textContent.includes('model not found') && o.offsetParent !== null).length")
+    assert shown == 0
+    lab.screenshot("companion_without_kernel", locator=lab.cell_locator(0))

@@ -332,27 +332,29 @@ def test_render_returns_cleanup_and_a_second_view_shares_the_transcript(harness)
     assert harness.page.locator("#second [data-testid='arknb-assistant-text']").text_content() == "hi"
 
 
-def test_a_re_rendered_output_adopts_the_old_view_with_its_draft_and_focus(harness):
-    """update_display (the static copy's refresh) makes JupyterLab build a new view in
-    the same output after wiping the old one's DOM: the new view takes the old one over."""
-    harness.mount("chat", base_state([assistant("e2", "answer")]))
-    box = harness.page.get_by_test_id("arknb-input")
-    box.fill("half-typed")
-    box.focus()
-    harness.page.wait_for_timeout(50)
+def test_a_live_view_hides_the_static_companion_until_it_goes(harness):
+    sid = "0123456789abcdef0123456789abcdef"
+    harness.page.evaluate("""(sid) => { const d = document.createElement('div'); d.id = 'companion';
+      d.setAttribute('data-arknb-static', sid); d.textContent = 'static copy'; document.body.append(d); }""", sid)
+    harness.mount("chat", base_state([assistant("e2", "live")], static_id=sid))
+    assert not harness.page.locator("#companion").is_visible()
+    harness.page.evaluate("() => window.w.cleanup()")
+    assert harness.page.locator("#companion").is_visible()
+
+
+def test_views_of_one_chat_share_its_transcript_through_the_static_id(harness):
+    """anywidget gives every view its own proxy of the model; the store is found by id."""
+    sid = "fedcba9876543210fedcba9876543210"
+    harness.mount("chat", base_state([assistant("e2", "", streaming=True)], status="running", static_id=sid))
     harness.page.evaluate("""async () => {
-      window.w.el.textContent = 'Loading widget...';   // what JupyterLab's renderer does
       const mod = (await import('/chat.js')).default;
-      window.w.cleanup2 = await mod.render({ model: window.w.model, el: window.w.el });
+      const proxy = { ...window.w.model };               // another proxy of the same model
+      const el = document.createElement('div'); el.id = 'other'; document.body.append(el);
+      window.other = await mod.render({ model: proxy, el });
     }""")
-    assert harness.page.locator("[data-testid='arknb-chat']").count() == 1
-    assert box.input_value() == "half-typed"
-    assert harness.page.evaluate("() => document.activeElement.dataset.testid") == "arknb-input"
-    harness.emit({"type": "delta", "seq": 2, "ops": [["add", {"id": "e3", "kind": "user", "text": "still live"}]]})
-    harness.page.locator("[data-testid='arknb-user']", has_text="still live").wait_for()
-    harness.page.evaluate("() => window.w.cleanup()")  # the old view's cleanup must not end the new one
-    harness.emit({"type": "delta", "seq": 3, "ops": [["add", {"id": "e4", "kind": "user", "text": "and more"}]]})
-    harness.page.locator("[data-testid='arknb-user']", has_text="and more").wait_for()
+    harness.emit({"type": "delta", "seq": 2, "ops": [["text", "e2", 0, 3, "hey"]]})
+    harness.page.wait_for_function(
+        "() => document.querySelector('#other [data-testid=\"arknb-assistant-text\"]').textContent === 'hey'")
 
 
 def test_the_models_own_snapshot_copy_follows_the_deltas_for_saved_widget_state(harness):

@@ -56,28 +56,15 @@ def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     return nb
 
 
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
 def strip_widget_state(path: Path) -> None:
     """Drop saved widget state and widget views: they embed the whole JS bundle and
-    random model ids, and a widget is only live once its cell runs again anyway. A
-    widget output that carries a static HTML copy (the chat's conversation) keeps the
-    copy, so the notebook reads well on GitHub and nbviewer."""
+    random model ids, and a widget is only live once its cell runs again anyway."""
     nb = nbformat.read(path, as_version=4)
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        kept = []
-        for output in cell.outputs:
-            data = output.get("data", {})
-            if WIDGET_VIEW not in data:
-                kept.append(output)
-            elif "text/html" in data:
-                output["data"] = {k: v for k, v in data.items() if k in ("text/html", "text/plain")}
-                kept.append(output)
-        cell.outputs = kept
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs
+                            if "application/vnd.jupyter.widget-view+json" not in o.get("data", {})]
     nbformat.write(nb, path)
 
 

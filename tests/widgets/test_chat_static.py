@@ -8,7 +8,8 @@ import pytest
 
 from arknb.domain import AgentMessage, ToolCall, ToolResult
 from arknb.widgets import ChatWidget
-from arknb.widgets._static_html import StaticOutput, markdown_html
+from arknb.widgets._markdown_html import markdown_html
+from arknb.widgets.chat import STATIC_LIMIT
 
 from .conftest import call_dict, msg_dict
 
@@ -46,13 +47,20 @@ def assert_safe(html):
     assert 'href="javascript' not in html and "http://example.org/t.png" not in html
 
 
-def test_the_output_carries_a_sanitised_copy_of_the_conversation(runtime, timers, ev):
+def companion(chat):
+    return chat._twin.bundle()["text/html"]
+
+
+def test_the_output_carries_a_sanitised_copy_of_the_conversation(runtime, timers, ev, published):
     chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
     run(runtime.bus, ev, "What is 1 + 2?", HOSTILE)
     timers.advance(0.1)
-    data, _ = chat._repr_mimebundle_()
-    assert WIDGET_VIEW in data and data[WIDGET_VIEW]["model_id"] == chat.model_id
-    html = data["text/html"]
+    chat._ipython_display_()
+    (_, view, _), (_, copy, display_id) = published  # the view, then its static companion
+    assert WIDGET_VIEW in view and view[WIDGET_VIEW]["model_id"] == chat.model_id and "text/html" not in view
+    assert WIDGET_VIEW not in copy and display_id
+    html = copy["text/html"]
+    assert f'data-arknb-static="{chat.static_id}"' in html
     assert "What is 1 + 2?" in html and "<code>add</code>" in html and "<strong>bold</strong>" in html
     # text after the literal tag is kept, shown as text
     assert "Never trust &lt;script&gt;alert(1)&lt;/script&gt; tags in model output." in html and "END" in html
@@ -62,40 +70,40 @@ def test_the_output_carries_a_sanitised_copy_of_the_conversation(runtime, timers
 
 def test_to_html_is_a_standalone_page_with_every_entry(runtime, timers, ev):
     chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
-    for n in range(StaticOutput.LIMIT):
+    for n in range(STATIC_LIMIT):
         run(runtime.bus, ev, f"question {n}", f"answer {n}", tool_result="x" * 5000)
     timers.advance(0.1)
     page = chat.to_html()
     assert page.startswith("<!doctype html>") and "<style>" in page and "</html>" in page
-    assert "question 0" in page and f"answer {StaticOutput.LIMIT - 1}" in page
+    assert "question 0" in page and f"answer {STATIC_LIMIT - 1}" in page
     assert "x" * 5000 in page  # nothing clipped in the shared page
-    copy = chat._repr_mimebundle_()[0]["text/html"]
+    copy = companion(chat)
     # the copy in the output is bounded: the newest entries, long texts clipped
-    assert "question 0" not in copy and f"answer {StaticOutput.LIMIT - 1}" in copy
+    assert "question 0" not in copy and f"answer {STATIC_LIMIT - 1}" in copy
     assert "showing the newest" in copy and "more characters" in copy
     assert len(copy) < 210_000 < len(page)
 
 
-def test_the_copy_is_refreshed_when_the_chat_settles_and_keeps_the_live_view(runtime, timers, ev, published):
+def test_the_companion_is_refreshed_when_the_chat_settles_never_the_view(runtime, timers, ev, published):
     chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
     chat._ipython_display_()
-    ((kind, data, display_id),) = published
-    assert kind == "display" and WIDGET_VIEW in data and "text/html" in data and display_id
+    assert [p[0] for p in published] == ["display", "display"]
+    display_id = published[1][2]
     run(runtime.bus, ev, "first question", "first answer")
     timers.advance(0.5)
-    assert len(published) == 1  # waits until the chat has been quiet for a moment
+    assert len(published) == 2  # waits until the chat has been quiet for a moment
     timers.advance(1.0)
     kind, data, again = published[-1]
     assert (kind, again) == ("update", display_id)
-    assert WIDGET_VIEW in data and "first answer" in data["text/html"]
+    assert WIDGET_VIEW not in data and "first answer" in data["text/html"]  # the live view is left alone
     for n in range(30):  # a busy stretch still refreshes now and then, never per run
         run(runtime.bus, ev, f"q{n}", f"a{n}")
         timers.advance(0.5)
     updates = [p for p in published if p[0] == "update"]
-    assert 2 <= len(updates) <= 4
+    assert 2 <= len(updates) <= 5
     chat.close()
     kind, data, _ = published[-1]
-    assert kind == "update" and WIDGET_VIEW not in data and "a29" in data["text/html"]
+    assert kind == "update" and "a29" in data["text/html"]
 
 
 def test_a_closed_chat_still_displays_its_copy(runtime, timers, ev, published):
@@ -112,7 +120,7 @@ def test_a_replay_and_a_detached_chat_say_what_they_are(runtime, timers, ev):
     chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
     runtime.bus.publish(ev("runtime.detached", reason="replaced"))
     timers.advance(0.1)
-    assert "detached: another runtime took over" in chat._repr_mimebundle_()[0]["text/html"]
+    assert "detached: another runtime took over" in companion(chat)
 
 
 def test_markdown_rules_match_the_live_view():
@@ -153,9 +161,9 @@ def test_an_executed_notebook_keeps_the_conversation_for_readers_without_a_kerne
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
                             store_widget_state=False).execute()
     assert nb.cells[2].outputs[0]["text"].strip() == "completed"
-    (output,) = nb.cells[1].outputs
-    html = output["data"]["text/html"]
-    assert WIDGET_VIEW in output["data"]
+    view, copy = nb.cells[1].outputs  # the widget view, then its static companion
+    assert WIDGET_VIEW in view["data"] and "text/html" not in view["data"]
+    html = copy["data"]["text/html"]
     assert "What is 1 + 2?" in html and "<strong>3</strong>" in html and "this sentence stays" in html
     assert "&lt;script&gt;" in html and "<script" not in html
     exported, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
