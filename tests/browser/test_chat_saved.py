@@ -65,7 +65,7 @@ def test_saved_widget_state_shows_the_conversation_without_its_kernel(lab, chrom
         tab = LabPage(context.new_page(), lab.server, lab.output_dir)
         tab.open(notebook)  # JupyterLab starts a new kernel that knows nothing of the chat
         view = tab.page.locator(CHAT).first
-        view.wait_for()
+        view.wait_for(timeout=60_000)
         assert view.locator("[data-testid='arknb-user']").all_inner_texts() == ["What is 1 + 2?", "And now?"]
         assert view.locator("[data-testid='arknb-assistant-text'] strong", has_text="3").count() == 1
         view.locator("xpath=self::*[@data-detached='true']").wait_for(timeout=20_000)
