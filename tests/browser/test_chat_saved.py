@@ -37,13 +37,18 @@ def _toggle_save_state(page) -> bool:
     }}""")
 
 
-def test_saved_widget_state_shows_the_conversation_without_its_kernel(lab, chromium_browser):
-    notebook = lab.server.write_notebook("chat_saved.ipynb", CELLS)
+def _run_the_chat(lab, name: str):
+    notebook = lab.server.write_notebook(name, CELLS)
     lab.open(notebook)
     for i in range(3):
         lab.run_cell(i)
     chat = lab.page.locator(CHAT).first
     chat.locator("[data-testid='arknb-assistant-text']", has_text="Still here.").wait_for()
+    return notebook, chat
+
+
+def test_saved_widget_state_shows_the_conversation_without_its_kernel(lab, chromium_browser):
+    notebook, chat = _run_the_chat(lab, "chat_saved.ipynb")
     lab.page.wait_for_timeout(2000)  # the view's copy of the snapshot catches up (1.5 s after the last change)
     if not _toggle_save_state(lab.page):
         _toggle_save_state(lab.page)
@@ -76,12 +81,7 @@ def test_saved_widget_state_shows_the_conversation_without_its_kernel(lab, chrom
 
 
 def test_a_notebook_saved_without_widget_state_shows_the_static_copy_instead_of_an_error(lab):
-    notebook = lab.server.write_notebook("chat_companion.ipynb", CELLS)
-    lab.open(notebook)
-    for i in range(3):
-        lab.run_cell(i)
-    chat = lab.page.locator(CHAT).first
-    chat.locator("[data-testid='arknb-assistant-text']", has_text="Still here.").wait_for()
+    notebook, chat = _run_the_chat(lab, "chat_companion.ipynb")
     companion = lab.page.locator("[data-arknb-static]").first
     lab.page.wait_for_function(
         "() => { const s = document.querySelector('[data-arknb-static]'); return s && s.textContent.includes('Still here.'); }",
