@@ -54,8 +54,10 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     The chat never acts on stale state: before a decision it re-reads the
     controller; a card decided elsewhere shows that decision; a chat whose runtime
     was replaced or closed (``runtime.detached``) says so and disables its buttons.
-    Its output also carries a static HTML copy of the conversation, so a saved
-    notebook reads well on GitHub or nbviewer; :meth:`to_html` gives one to share.
+    Displayed, it is followed by a static HTML copy of the conversation (a companion
+    output the live view hides, kept current), so a saved notebook reads well on
+    GitHub, in nbviewer or reopened without its kernel; :meth:`to_html` gives the whole
+    conversation as a page to share.
 
     Args:
         runtime: the runtime to drive; ``None`` together with ``events`` replays a
