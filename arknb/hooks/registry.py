@@ -231,7 +231,8 @@ class HookRegistry:
         (a sub-agent cloned from a runtime starts with its hooks; adding or removing one later
         changes only that registry)."""
         twin = HookRegistry()
-        for entry in self._entries.values():
+        unique = {id(entry): entry for entry in self._entries.values()}  # a class hook sits under each slot
+        for entry in sorted(unique.values(), key=lambda e: e.seq):
             twin._put(dataclasses.replace(entry, slots=dict(entry.slots), direct=dict(entry.direct)))
         return twin
 

@@ -256,3 +256,25 @@ async def test_a_factory_that_builds_the_wrong_session_is_reported_to_the_model(
     parent = ark.AgentRuntime(ScriptedModel([delegate("d1", "a", "Hi."), "ok"]), subagents=[agent])
     await parent.run("Go.")
     assert "session_id=session_id" in parent.state.history[2].text
+
+
+def test_a_clone_starts_with_a_copy_of_the_parents_hooks_in_their_order() -> None:
+    class Both(ark.AgentHook):
+        name = "both"
+
+        async def before_run(self, ctx):
+            return None
+
+        async def after_run(self, ctx):
+            return None
+
+    hooks = ark.HookRegistry()
+    hooks.add(Both())
+    hooks.register("before_tool_call", lambda ctx: None, name="first", order=-1)
+    hooks.register("before_tool_call", lambda ctx: None, name="second")
+    twin = hooks.copy()
+    assert twin.names() == hooks.names()
+    assert [e.name for e in twin.for_slot(ark.HookSlot.BEFORE_RUN)] == ["both"]
+    assert [e.name for e in twin.for_slot(ark.HookSlot.BEFORE_TOOL_CALL)] == ["first", "second"]
+    twin.remove("second")
+    assert "second" in hooks.names()  # the copy is its own registry
