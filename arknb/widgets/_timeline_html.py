@@ -25,8 +25,8 @@ _CSS = """
   color: var(--jp-ui-font-color1, #1f2328); border: 1px solid var(--jp-border-color2, #d0d7de);
   border-radius: 6px; padding: 6px 10px; }
 .arknb-static-timeline table { border-collapse: collapse; margin: 4px 0; }
-.arknb-static-timeline th, .arknb-static-timeline td { text-align: left; padding: 1px 8px 1px 0;
-  vertical-align: top; }
+.arknb-static .arknb-static-timeline th, .arknb-static .arknb-static-timeline td { text-align: left;
+  padding: 1px 8px 1px 0; vertical-align: top; }
 .arknb-static-timeline code { font-family: var(--jp-code-font-family, monospace); }
 .arknb-static-timeline ul { margin: 2px 0; padding-left: 1.2em; }
 .arknb-static-timeline .s-ok { color: var(--jp-success-color1, #2e7d32); }

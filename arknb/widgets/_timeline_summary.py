@@ -154,7 +154,8 @@ def summary(event: Mapping[str, Any]) -> str:
     if etype == "approval.required":
         items = _items(p)
         names = ", ".join(call_fields(i.get("tool_call"))["name"] for i in items)
-        return f"{len(items)} call{'s' if len(items) != 1 else ''} need approval: {names}".rstrip(": ")
+        verb = "needs" if len(items) == 1 else "need"
+        return f"{len(items)} call{'s' if len(items) != 1 else ''} {verb} approval: {names}".rstrip(": ")
     if etype == "approval.decided":
         reason = f": {clip(p['deny_reason'], 60)}" if p.get("deny_reason") else ""
         return _join(f"{p.get('approval_id') or '?'} {p.get('decision') or '?'}{reason}",

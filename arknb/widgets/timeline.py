@@ -110,32 +110,35 @@ class TimelineWidget(anywidget.AnyWidget):
                  pages: EventPages | None = None, static_html: bool = True, interval: float = DEFAULT_INTERVAL,
                  clock: Callable[[], float] | None = None, call_later: Callable[..., Any] | None = None,
                  **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         _positive("page_size", page_size)
         _positive("max_view_events", max_view_events)
         if pages is not None and not isinstance(pages, EventPages):
             raise invalid_argument(f"TimelineWidget pages must have an async read_before(before_sequence, limit), "
                                    f"got {type(pages).__name__}")
+        bus = getattr(source, "bus", None)
+        live = bus is not None
+        if live:
+            _positive("max_events", max_events)
+            pages = pages if pages is not None else _store_pages(source)
+        else:
+            recorded = check_events(source or (), "TimelineWidget")
+        # Traits go in with the constructor: the front end's initialize() sees only the
+        # state the widget was opened with.
+        super().__init__(read_only=not live, page_size=page_size, max_view_events=max_view_events,
+                         paged=pages is not None, static_id=new_static_id(),
+                         session_id=str(getattr(source, "session_id", "") or "") if live else "", **kwargs)
         self._tasks: set[asyncio.Future] = set()
         self._unsubscribe: Callable[[], None] | None = None
         self._streaming = False
         self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
-        bus = getattr(source, "bus", None)
-        if bus is not None:
-            self._log = EventLog(_positive("max_events", max_events))
-            self._pages = pages if pages is not None else _store_pages(source)
-            self.session_id = str(getattr(source, "session_id", "") or "")
+        self._pages = pages
+        if live:
+            self._log = EventLog(max_events)
             self._unsubscribe = bus.subscribe("*", self._listener())
         else:
             self._log = EventLog(None)  # the caller holds the trace already: keep it whole
-            self._log.extend(check_events(source or (), "TimelineWidget"))
-            self._pages = pages
-            self.read_only = True
+            self._log.extend(recorded)
         self._sent = self._log.next
-        self.page_size = page_size
-        self.max_view_events = max_view_events
-        self.paged = self._pages is not None
-        self.static_id = new_static_id()
         self._twin = StaticTwin(self, self.to_html, enabled=static_html, clock=clock, call_later=call_later)
         self.on_msg(self._on_msg)
 

@@ -16,7 +16,10 @@ const ROW_H = 22;          // px per row (timeline.css agrees)
 const SLICE_MS = 8;        // a refilter works this long, then lets the page breathe
 const WATERFALL_MS = 250;  // redraw open spans' bars at most this often
 
-const stores = new WeakMap();
+// One store per widget. anywidget hands initialize() and render() different model
+// proxies, so the kernel-made static_id is the key (the model object where it is unset).
+const stores = new Map();
+const storesByModel = new WeakMap();
 
 function token() {
   return Math.random().toString(36).slice(2) + Date.now().toString(36);
@@ -24,7 +27,8 @@ function token() {
 
 /** The per-model state every view of that model shares. */
 function storeFor(model) {
-  let s = stores.get(model);
+  const id = model.get("static_id");
+  let s = id ? stores.get(id) : storesByModel.get(model);
   if (s) return s;
   s = { data: new EventStore(model.get("max_view_events") || 100000), index: new TimelineIndex(), queue: [],
     views: new Set(), token: token(), asked: false };
@@ -73,7 +77,11 @@ function storeFor(model) {
     model.send({ type: Action.OLDER, before: d.lo, before_sequence: beforeSequence, limit, token: s.token });
     for (const view of s.views) view.update(null);
   };
-  stores.set(model, s);
+  if (id) {
+    stores.set(id, s);
+    // A closed widget's model is destroyed: forget its events.
+    model.on("destroy", () => { if (stores.get(id) === s) stores.delete(id); });
+  } else storesByModel.set(model, s);
   return s;
 }
 

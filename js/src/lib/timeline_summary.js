@@ -133,7 +133,7 @@ export function summary(e) {
     case "approval.required": {
       const items = itemsOf(p);
       const names = items.map((i) => callFields(i.tool_call).name).join(", ");
-      return `${plural(items.length, "call")} need approval: ${names}`.replace(/[: ]+$/, "");
+      return `${plural(items.length, "call")} ${items.length === 1 ? "needs" : "need"} approval: ${names}`.replace(/[: ]+$/, "");
     }
     case "approval.decided": {
       const reason = p.deny_reason ? `: ${clip(p.deny_reason, 60)}` : "";
