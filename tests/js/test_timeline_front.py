@@ -17,6 +17,12 @@ from .test_chat_front import DANGER
 ROWS = "[data-testid='arknb-timeline-row']"
 
 
+def event(seq, etype, run="r1", **payload):
+    """One event dict (test_compare_front.py builds its traces with it too)."""
+    return {"event_id": f"e{seq}", "type": etype, "session_id": "s", "run_id": run, "sequence": seq,
+            "timestamp": 100.0 + seq * 0.1, "payload": payload}
+
+
 def send(harness, events, start=0, first=0, **flags):
     """Deliver ``events`` at positions ``start...`` exactly as the kernel encodes them."""
     items, buffers = encode(events)
