@@ -51,6 +51,7 @@ SUBJECTS = (
     Subject("arknb_plain", "(b) arknb", "arknb"),
     Subject("arknb_hooks", "(c) arknb + 3 no-op hooks/slot", "arknb"),
     Subject("arknb_widget", "(d) arknb + ChatWidget", "arknb"),
+    Subject("arknb_timeline", "(d') arknb + TimelineWidget", "arknb"),
     Subject("arknb_sqlite", "(e) arknb + durable SQLite", "arknb"),
     Subject("peer_openai_agents", "(f) openai-agents", "peer"),
     Subject("peer_pydantic_ai", "(g) pydantic-ai", "peer"),
@@ -183,6 +184,7 @@ def build_report(data: dict[str, Samples], keys: list[str]) -> dict:
            1 / 3, "x", "{:.3f}")
     target("(c) hooks / (b)", _ratio(cpu.get("arknb_hooks"), b), 1.3, "x")
     target("(d) ChatWidget / (b)", _ratio(cpu.get("arknb_widget"), b), 1.5, "x")
+    target("(d') TimelineWidget / (b)", _ratio(cpu.get("arknb_timeline"), b), 1.2, "x")
     e = cpu.get("arknb_sqlite")
     target("(e) SQLite ms added per tool call",
            None if e is None or b is None else (e - b) / TOOL_CALLS / 1000, 2.0, "ms", "{:.3f}")
