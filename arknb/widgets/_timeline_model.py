@@ -13,7 +13,8 @@ returns and what the static HTML draws.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ._payload import call_fields
 from ._timeline_summary import status, summary, usage_of
@@ -32,7 +33,7 @@ def _t(event: Mapping[str, Any]) -> float:
 
 def _payload(event: Mapping[str, Any]) -> Mapping[str, Any]:
     p = event.get("payload")
-    return p if isinstance(p, Mapping) else {}
+    return p if type(p) is dict or isinstance(p, Mapping) else {}
 
 
 def call_id_of(event: Mapping[str, Any]) -> str | None:
@@ -132,7 +133,10 @@ def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     events = list(events)
     b = _Builder(min((_t(e) for e in events), default=0.0))
     for pos, e in enumerate(events):
-        etype, p, rid = e.get("type"), _payload(e), str(e.get("run_id"))
+        etype = e.get("type")
+        if etype == "llm.chunk" and str(e.get("run_id")) in b.runs:
+            continue  # chunks open and close nothing (the hot case: skip them cheaply)
+        p, rid = _payload(e), str(e.get("run_id"))
         if etype == "agent.started":
             b.start_run(e, pos, f"run {rid}")
         elif etype == "agent.resumed":
@@ -192,7 +196,10 @@ def totals(events: Iterable[Mapping[str, Any]], run_id: str | None = None) -> di
             continue
         out["events"] += 1
         runs.add(rid)
-        etype, p = e.get("type"), _payload(e)
+        etype = e.get("type")
+        if etype == "llm.chunk":
+            continue  # counts nothing else
+        p = _payload(e)
         if etype == "llm.before":
             turns.add((rid, p.get("turn")))
         elif etype == "llm.after":

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ._payload import as_dict, call_fields, error_text, text_of
 
@@ -221,6 +222,8 @@ _HOOK_STATUS = {"deny": "denied", "defer": "deferred", "abort": "error", "drop":
 def status(event: Mapping[str, Any]) -> str:
     """The row's status (one of :data:`STATUSES`)."""
     etype = event.get("type")
+    if etype == "llm.chunk":
+        return ""
     p = event.get("payload")
     p = p if isinstance(p, Mapping) else {}
     if etype == "agent.success":
