@@ -207,7 +207,7 @@ class TimelineWidget(anywidget.AnyWidget):
         elif etype == "llm.after" or etype in RUN_END:
             self._streaming = False
         self._coalescer.structural()
-        self._twin.changed()
+        self._twin.changed(settled=etype in RUN_END)
 
     def _flush(self) -> None:
         if self._sent < self._log.next:

@@ -295,13 +295,16 @@ def test_display_shows_the_view_and_a_static_companion_kept_current(shell, runti
         assert len(shown.outputs) == 2          # debounced: nothing yet
         timers.advance(0.6)
         runtime.bus.publish(ev("agent.success", stop_reason="completed"))
-        tl.close()                              # a final refresh
+        timers.advance(0)                       # a run's end refreshes at once, not after the debounce
+        assert len(shown.outputs) == 4
+        tl.close()                              # and a last refresh when the widget closes
     view, companion, *updates = shown.outputs
     assert "application/vnd.jupyter.widget-view+json" in view.data and "text/html" not in view.data
     assert companion.data["text/html"].count("No events yet.") == 1
     assert companion.metadata in ({}, None)
-    assert [u.data["text/html"].count("agent.started") > 0 for u in updates] == [True, True]
-    assert "agent.success" in updates[-1].data["text/html"]
+    assert [u.data["text/html"].count("agent.started") > 0 for u in updates] == [True, True, True]
+    assert "agent.success" not in updates[0].data["text/html"]
+    assert "agent.success" in updates[1].data["text/html"]
     assert "&lt;script&gt;" in updates[0].data["text/html"] and "<script>" not in updates[0].data["text/html"]
 
 
