@@ -24,13 +24,14 @@ Used by TimelineWidget and ChatWidget::
 
 from __future__ import annotations
 
-import asyncio
 import html
 import logging
 import sys
 import time
 import uuid
 from typing import Any, Callable
+
+from ._coalescer import _loop_call_later
 
 __all__ = ["STATIC_ATTR", "StaticTwin", "esc", "new_static_id", "static_block"]
 
@@ -64,14 +65,6 @@ def static_block(static_id: str, body: str, *, css: str = "") -> str:
     hide_error = (f".jp-OutputArea-child:has(+ .jp-OutputArea-child {sel}) "
                   f"> .jp-OutputArea-output.jupyter-widgets:not(:has(*)) {{ display: none; }}")
     return f"<style>{hide_error}{css}</style><div class=\"arknb-static\" {STATIC_ATTR}=\"{sid}\">{body}</div>"
-
-
-def _loop_call_later(delay: float, callback: Callable[[], None]) -> Any:
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-    return loop.call_later(delay, callback)
 
 
 def _in_colab() -> bool:
