@@ -306,9 +306,10 @@ def main() -> None:
         for path in profile_arknb(args.python, report, args, args.profile):
             print(f"profile written: {path.relative_to(HERE.parent)}", file=sys.stderr)
     if not args.only_table:
-        # The two side benchmarks of issue 6, each in its own process as well.
+        # The side benchmarks (issues 6 and 15), each in its own process as well.
         for title, script in (("State save: turn 1,000 vs turn 10", "state_save.py"),
-                              ("10,000 chunks/s into a ChatWidget", "widget_stream.py")):
+                              ("10,000 chunks/s into a ChatWidget", "widget_stream.py"),
+                              ("A 5,000-chunk burst with a TimelineWidget", "timeline_burst.py")):
             proc = subprocess.run([args.python, str(HERE / script)], capture_output=True, text=True,
                                   env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=900)
             body = proc.stdout.strip() or f"failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
