@@ -59,7 +59,7 @@ export class TimelineIndex {
     const t = ts(e);
     if (this.t0 === null || t < this.t0) this.t0 = t;
     if (this.tEnd === null || t > this.tEnd) this.tEnd = t;
-    this.types.add(e.type);
+    if (!this.types.has(e.type)) this.types.add(e.type);
     this.count(e);
     if (e.type !== "llm.chunk") this.spanEvent(e, pos, t);
   }
@@ -73,18 +73,19 @@ export class TimelineIndex {
       this.runOrder.push(rid);
       this.all.runs += 1;
     }
-    const bump = (k, n = 1) => { tot[k] += n; this.all[k] += n; };
-    bump("events");
+    tot.events++; this.all.events++;
+    if (e.type === "llm.chunk") return; // the hot path: a chunk counts nothing else
+    const all = this.all;
     const p = payloadOf(e);
     if (e.type === "llm.before") {
       const key = `${rid}|${p.turn}`;
-      if (!this.turnKeys.has(key)) { this.turnKeys.add(key); bump("turns"); }
+      if (!this.turnKeys.has(key)) { this.turnKeys.add(key); tot.turns++; all.turns++; }
     } else if (e.type === "llm.after") {
       const [tin, tout] = usageOf(p);
-      bump("tokens_in", tin); bump("tokens_out", tout);
-    } else if (e.type === "tool.after" || e.type === "tool.denied") bump("tool_calls");
-    if (e.type === "tool.denied") bump("denied");
-    else if (status(e) === "error") bump("errors");
+      tot.tokens_in += tin; all.tokens_in += tin; tot.tokens_out += tout; all.tokens_out += tout;
+    } else if (e.type === "tool.after" || e.type === "tool.denied") { tot.tool_calls++; all.tool_calls++; }
+    if (e.type === "tool.denied") { tot.denied++; all.denied++; }
+    else if (status(e) === "error") { tot.errors++; all.errors++; }
   }
 
   totals(runId) {
