@@ -94,6 +94,8 @@ async def measure(args) -> dict:
            "plain_wall_ms": med(plain, "wall_ms"), "timeline_wall_ms": med(attached, "wall_ms"),
            "messages": med(attached, "messages"), "bytes": med(attached, "bytes")}
     out["ratio"] = out["timeline_cpu_ms"] / out["plain_cpu_ms"]
+    # On a shared machine the fastest run is the least disturbed one: its ratio as well.
+    out["min_ratio"] = min(r["cpu_ms"] for r in attached) / min(r["cpu_ms"] for r in plain)
     out["memory"] = await kept_memory(ark, TimelineWidget, args.memory_chunks)
     return out
 
@@ -108,7 +110,8 @@ def render(r: dict) -> str:
         f"| run_stream, no timeline | {r['plain_cpu_ms']:.2f} | {r['plain_wall_ms']:.2f} |",
         f"| run_stream + TimelineWidget (incl. its last flush) | {r['timeline_cpu_ms']:.2f} | {r['timeline_wall_ms']:.2f} |",
         "",
-        f"Ratio (CPU): **{r['ratio']:.2f}x** (target <= {TARGET_RATIO}x: {'met' if r['ratio'] <= TARGET_RATIO else 'NOT met'}); "
+        f"Ratio (CPU medians): **{r['ratio']:.2f}x** (target <= {TARGET_RATIO}x: "
+        f"{'met' if r['ratio'] <= TARGET_RATIO else 'NOT met'}); of the fastest runs: {r['min_ratio']:.2f}x; "
         f"{r['messages']:.0f} comm messages, {r['bytes'] / 1024:.0f} KiB per run.",
         "",
         f"After a {m['events_seen']:,}-event run the kernel keeps {m['events_kept']:,} events "

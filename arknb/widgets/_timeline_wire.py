@@ -26,7 +26,8 @@ import sys
 from array import array
 from itertools import groupby
 from operator import attrgetter, itemgetter
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ._payload import jsonable
 
@@ -43,7 +44,7 @@ _KIND, _TEXT, _INDEX = itemgetter("kind"), itemgetter("text"), itemgetter("index
 
 
 def _kind_of(event: Any) -> Any:
-    return event.get("type") if isinstance(event, dict) else getattr(event, "type", None)
+    return event.get("type") if isinstance(event, Mapping) else getattr(event, "type", None)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -87,15 +88,17 @@ def event_dict(event: Any) -> dict[str, Any]:
     ``tests/widgets/test_timeline_wire.py`` checks that real runtime payloads are
     plain all the way down. Dicts from recorded traces are checked deeply.
     """
-    if isinstance(event, Mapping):
+    to_dict = getattr(event, "to_dict", None)  # an AgentEvent: the hot path, no ABC check
+    if to_dict is None and isinstance(event, Mapping):
         data = dict(event)
         return data if _is_plain(data) else _plain(data)
-    to_dict = getattr(event, "to_dict", None)
     data = to_dict() if callable(to_dict) else {}
     payload = data.get("payload")
     if payload:
-        if not (set(map(type, payload.values())) <= _TOP_LEVEL and set(map(type, payload)) == {str}):
-            data["payload"] = _plain(payload)
+        for key, value in payload.items():
+            if type(value) not in _TOP_LEVEL or type(key) is not str:
+                data["payload"] = _plain(payload)
+                break
     return data
 
 
