@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import statistics
 import sys
 import time
@@ -81,6 +82,7 @@ async def measure(args) -> dict:
     from fake_frontend import install
 
     traffic = install()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     for widget in (False, True):  # warm-up
         await one_run(ark, TimelineWidget, traffic, min(args.chunks, 500), widget)
     plain, attached = [], []
@@ -89,7 +91,7 @@ async def measure(args) -> dict:
         for widget in order:
             (attached if widget else plain).append(await one_run(ark, TimelineWidget, traffic, args.chunks, widget))
     med = lambda runs, k: statistics.median(r[k] for r in runs)  # noqa: E731
-    out = {"chunks": args.chunks, "reps": args.reps,
+    out = {"chunks": args.chunks, "reps": args.reps, "load_average": load,
            "plain_cpu_ms": med(plain, "cpu_ms"), "timeline_cpu_ms": med(attached, "cpu_ms"),
            "plain_wall_ms": med(plain, "wall_ms"), "timeline_wall_ms": med(attached, "wall_ms"),
            "messages": med(attached, "messages"), "bytes": med(attached, "bytes")}
@@ -113,6 +115,8 @@ def render(r: dict) -> str:
         f"Ratio (CPU medians): **{r['ratio']:.2f}x** (target <= {TARGET_RATIO}x: "
         f"{'met' if r['ratio'] <= TARGET_RATIO else 'NOT met'}); of the fastest runs: {r['min_ratio']:.2f}x; "
         f"{r['messages']:.0f} comm messages, {r['bytes'] / 1024:.0f} KiB per run.",
+        "",
+        f"Machine load average at the start: {r['load_average']} (2 cores, shared).",
         "",
         f"After a {m['events_seen']:,}-event run the kernel keeps {m['events_kept']:,} events "
         f"({m['retained_mib']:.1f} MiB retained, tracemalloc); one static HTML refresh over them takes "

@@ -92,31 +92,51 @@ def _decisions(events: Sequence[Mapping[str, Any]]) -> str:
     return f"<h4>Hook decisions ({len(found)})</h4><ul>{items}</ul>"
 
 
-def _folded_rows(events: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], int, str]]:
-    """(first event, count, summary) per row; consecutive chunks of a run fold into one."""
+def _folded_rows(events: Sequence[Mapping[str, Any]], limit: int) -> tuple[list[tuple[Mapping[str, Any], int, str]], int]:
+    """The newest ``limit`` rows as (first event, count, summary), consecutive chunks of
+    a run folded into one, and how many rows came before them. Walks back from the
+    end, so a refresh costs the rows it shows, not the whole store."""
     rows: list[tuple[Mapping[str, Any], int, str]] = []
-    i = 0
-    while i < len(events):
+    i = len(events) - 1
+    while i >= 0 and len(rows) < limit:
         e = events[i]
         if e.get("type") != "llm.chunk":
             rows.append((e, 1, summary(e)))
-            i += 1
+            i -= 1
             continue
         j = i
-        parts: list[str] = []
-        while j < len(events) and events[j].get("type") == "llm.chunk" and events[j].get("run_id") == e.get("run_id"):
-            p = events[j].get("payload") or {}
-            if sum(map(len, parts)) < 200:
-                parts.append(str(p.get("text") or ""))
-            j += 1
-        rows.append((e, j - i, f"{j - i} chunks: {clip(''.join(parts), 100)}"))
+        run = e.get("run_id")
+        while j >= 0 and events[j].get("type") == "llm.chunk" and events[j].get("run_id") == run:
+            j -= 1
+        first = events[j + 1]
+        head = []
+        size = 0
+        for k in range(j + 1, min(i + 1, j + 41)):  # the burst's first words are enough
+            text = str((events[k].get("payload") or {}).get("text") or "")
+            head.append(text)
+            size += len(text)
+            if size >= 200:
+                break
+        rows.append((first, i - j, f"{i - j} chunks: {clip(''.join(head), 100)}"))
         i = j
-    return rows
+    rows.reverse()
+    earlier = 0 if i < 0 else _count_rows(events, i + 1)
+    return rows, earlier
+
+
+def _count_rows(events: Sequence[Mapping[str, Any]], stop: int) -> int:
+    """How many folded rows the events before ``stop`` make."""
+    count, previous = 0, None
+    for e in events[:stop]:
+        key = ("chunk", e.get("run_id")) if e.get("type") == "llm.chunk" else None
+        if key is None or key != previous:
+            count += 1
+        previous = key
+    return count
 
 
 def _rows(events: Sequence[Mapping[str, Any]], t0: float) -> str:
-    rows = _folded_rows(events)
-    shown = rows[-MAX_ROWS:]
+    shown, earlier = _folded_rows(events, MAX_ROWS)
     body = []
     for e, count, text in shown:
         t = e.get("timestamp")
@@ -124,8 +144,7 @@ def _rows(events: Sequence[Mapping[str, Any]], t0: float) -> str:
         etype = "llm.chunk ×" + str(count) if count > 1 else str(e.get("type"))
         body.append(f'<tr><td class="muted">{esc(rel)}</td><td class="muted">#{esc(e.get("sequence"))}</td>'
                     f"<td><code>{esc(etype)}</code></td><td>{_status(status(e))} {esc(text)}</td></tr>")
-    note = (f'<p class="muted">{len(rows) - len(shown)} earlier rows not shown.</p>'
-            if len(rows) > len(shown) else "")
+    note = f'<p class="muted">{earlier:,} earlier rows not shown.</p>' if earlier else ""
     return f"<h4>Events</h4>{note}<table>{''.join(body)}</table>"
 
 

@@ -328,3 +328,15 @@ def test_close_stops_listening(runtime, timers, ev):
     runtime.bus.publish(ev("agent.started"))
     timers.advance(0.1)
     assert front.of_type("events") == [] and tl.events == []
+
+
+def test_the_static_summary_shows_the_newest_rows_and_counts_the_rest():
+    ev = Events()
+    events = [ev("agent.started").to_dict()]
+    for i in range(150):
+        events.append(ev("state.persisted", reason=f"save{i}", ok=True).to_dict())
+        events.extend(ev("llm.chunk", kind="text", text=f"c{i}.{k} ", index=k).to_dict() for k in range(3))
+    html = TimelineWidget(events).to_html()
+    assert html.count("<tr><td class=\"muted\">+") == 200     # the newest 200 rows (chunk bursts folded)
+    assert "101 earlier rows not shown." in html               # 301 rows in all
+    assert "3 chunks: c149.0 c149.1 c149.2" in html and "save149" in html and "save49" not in html
