@@ -119,14 +119,14 @@ def _ints(values: Any) -> bytes:
 def _pack(group: list[Any], get: dict[str, Any], buffers: list[bytes]) -> dict[str, Any] | None:
     """A pack of ``group`` (chunks of one shape, read with ``get``), or None when they
     cannot share one. Each line is one C-level pass over the group."""
-    payloads = list(map(get["payload"], group))
-    if set(map(len, payloads)) != {_CHUNK_KEYS} or len(set(map(get["run_id"], group))) != 1 \
-            or len(set(map(get["session_id"], group))) != 1:
-        return None
-    first, last = get["sequence"](group[0]), get["sequence"](group[-1])
-    if not (isinstance(first, int) and isinstance(last, int)):
-        return None
     try:
+        payloads = list(map(get["payload"], group))
+        if set(map(len, payloads)) != {_CHUNK_KEYS} or len(set(map(get["run_id"], group))) != 1 \
+                or len(set(map(get["session_id"], group))) != 1:
+            return None
+        first, last = get["sequence"](group[0]), get["sequence"](group[-1])
+        if not (isinstance(first, int) and isinstance(last, int)):
+            return None
         kinds = set(map(_KIND, payloads))
         pack: dict[str, Any] = {
             "pack": CHUNK, "n": len(group), "session_id": get["session_id"](group[0]),
@@ -138,7 +138,7 @@ def _pack(group: list[Any], get: dict[str, Any], buffers: list[bytes]) -> dict[s
         seqs = None if consecutive else _floats(map(get["sequence"], group))
         ts = _floats(map(get["timestamp"], group))
         index = _ints(map(_INDEX, payloads))
-    except (KeyError, TypeError, OverflowError):
+    except (AttributeError, KeyError, TypeError, OverflowError):
         return None  # not the chunk shape (or a field of another type): send the events whole
     if seqs is None:
         pack["seq0"] = first
@@ -154,13 +154,19 @@ def _pack(group: list[Any], get: dict[str, Any], buffers: list[bytes]) -> dict[s
 
 def encode(events: Sequence[Any]) -> tuple[list[Any], list[bytes]]:
     """``events`` (AgentEvents or dicts) as wire items and their binary buffers."""
+    if not events:
+        return [], []
+    try:
+        # C-level getters for the shape of the first event (the live case: all AgentEvents);
+        # a getter meeting the other shape raises, and the list is encoded event by event.
+        return _encode(events, _ITEM if type(events[0]) is dict else _ATTR)
+    except (AttributeError, TypeError, KeyError):
+        return _encode(events, None)
+
+
+def _encode(events: Sequence[Any], get: dict[str, Any] | None) -> tuple[list[Any], list[bytes]]:
     items: list[Any] = []
     buffers: list[bytes] = []
-    if not events:
-        return items, buffers
-    # C-level getters when every event has one shape (the live case: all AgentEvents).
-    first_class = type(events[0])
-    get = (_ITEM if first_class is dict else _ATTR) if all(map(first_class.__instancecheck__, events)) else None
     for etype, run in groupby(events, get["type"] if get else _kind_of):
         group = list(run)
         if etype != CHUNK or len(group) < 2 or get is None:
