@@ -94,19 +94,27 @@ def test_the_timeline_nests_a_child_run_under_its_delegate_call_and_marks_compre
                     'print(result.stop_reason)', timeout=60)
     spans = timeline.locator("[data-testid='arknb-span']")
     timeline.locator("[data-testid='arknb-span'][data-kind='compression']").first.wait_for()
-    # The child's run sits one level under the delegate_task span, its tool call under that.
-    child_run = timeline.locator("[data-testid='arknb-span'][data-kind='run'][data-depth='2']")
+    # The child's run sits under the delegate_task span, its clear_cache call inside it.
+    delegate = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first
+    delegate.wait_for()
+    depth = int(delegate.get_attribute("data-depth"))
+    child_run = timeline.locator(f"[data-testid='arknb-span'][data-kind='run'][data-depth='{depth + 1}']")
     child_run.first.wait_for()
-    timeline.locator("[data-testid='arknb-span'][data-kind='tool'][data-depth='3']",
-                     has_text="clear_cache").first.wait_for()
+    inner = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="clear_cache").first
+    inner.wait_for()
+    assert int(inner.get_attribute("data-depth")) > depth + 1
+    inner.scroll_into_view_if_needed()
     lab.screenshot("timeline_nested", locator=timeline)
     before = spans.count()
-    delegate = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first
+    assert delegate.get_attribute("aria-expanded") == "true"
     delegate.get_by_test_id("arknb-span-toggle").click()
     lab.page.wait_for_function(
         "(n) => document.querySelectorAll(\"[data-testid='arknb-span']\").length < n", arg=before)
-    assert timeline.locator("[data-testid='arknb-span'][data-depth='3']").count() == 0
+    assert timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="clear_cache").count() == 0
+    assert timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first \
+        .get_attribute("aria-expanded") == "false"
     lab.screenshot("timeline_collapsed", locator=timeline)
-    delegate.get_by_test_id("arknb-span-toggle").click()
+    # From the keyboard: → unfolds the focused span again.
+    timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first.press("ArrowRight")
     lab.page.wait_for_function(
         "(n) => document.querySelectorAll(\"[data-testid='arknb-span']\").length === n", arg=before)

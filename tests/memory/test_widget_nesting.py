@@ -89,12 +89,15 @@ async def test_timeline_spans_nest_a_child_run_under_the_delegate_call(tmp_path)
     for run in child_runs:
         owner = by_id[run["parent"]]
         assert owner["kind"] == "tool" and owner["label"] == "delegate_task d1"
-        assert run["depth"] == owner["depth"] + 1 == 2
-    # The child's own tool call sits under the child's run.
+        assert run["depth"] == owner["depth"] + 1
+    # The child's own tool call sits inside the child's run.
     clear = next(s for s in found if s["label"].startswith("clear_cache"))
-    assert by_id[clear["parent"]]["kind"] == "run" and clear["depth"] == 3
+    ancestor = by_id[clear["parent"]]
+    while ancestor["kind"] != "run":
+        ancestor = by_id[ancestor["parent"]]
+    assert ancestor in child_runs
     first_delegate = next(s for s in found if s["label"] == "delegate_task d1")
-    assert first_delegate["status"] == "waiting"  # it deferred itself for the child's approval
+    assert first_delegate["status"] == "deferred"  # it handed itself to a person for the child's approval
 
 
 async def test_timeline_marks_each_compression() -> None:
@@ -105,9 +108,10 @@ async def test_timeline_marks_each_compression() -> None:
     runtime.bus.subscribe(EventTypes.ANY, events.append)
     for i in range(4):
         await runtime.run(f"question{i} " + "ipsum " * 30)
-    marks = [s for s in spans([e.to_dict() for e in events]) if s["kind"] == "compression"]
+    found = spans([e.to_dict() for e in events])
+    marks = [s for s in found if s["kind"] == "compression"]
     compressed = [e for e in events if e.type == EventTypes.CONTEXT_COMPRESSED]
     assert len(marks) == len(compressed) >= 1
     p = compressed[0].payload
     assert marks[0]["label"] == f"compressed {p['before_tokens']}→{p['after_tokens']} tokens"
-    assert marks[0]["start"] == marks[0]["end"] and marks[0]["depth"] == 1
+    assert marks[0]["start"] == marks[0]["end"] and marks[0]["parent"] is not None
