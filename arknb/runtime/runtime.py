@@ -20,7 +20,7 @@ from ..domain import (
     Usage, invalid_argument,
 )
 from ..events import AgentEvent, EventBus
-from ..events.envelope import new_event
+from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
@@ -388,12 +388,13 @@ class AgentRuntime:
         self._publish(event_type, payload() if callable(payload) else payload, run_id)
 
     def _publish(self, event_type: str, payload: dict, run_id: str | None = None) -> None:
-        """Publish unconditionally (for callers that already checked for listeners)."""
+        """Publish unconditionally (for callers that already checked for listeners). The
+        payload is frozen here, once, so no listener can change it for the others."""
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
-        self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
-                                   f"{rid}:{self._seq}"))
+        self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(),
+                                   freeze_payload(payload), f"{rid}:{self._seq}"))
 
     def _set_state(self, **updates: Any) -> None:
         self._state = self._state.model_copy(update=updates)

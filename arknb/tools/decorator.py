@@ -38,7 +38,7 @@ class Tool:
     Attributes:
         name: The name the model calls the tool by.
         description: What the model is told the tool does.
-        parameters: The JSON Schema of the arguments (treat as read-only).
+        parameters: The JSON Schema of the arguments (read-only).
         risk: ``ToolRisk.SAFE`` or ``ToolRisk.DANGEROUS`` (dangerous calls wait for approval).
         definition: The :class:`~arknb.domain.ToolDefinition` given to the model.
         takes_context: True when the function declares a ``ToolContext`` parameter.
@@ -104,7 +104,7 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        """The JSON Schema of the model-facing arguments (shared; do not mutate)."""
+        """The JSON Schema of the model-facing arguments (read-only, shared with :attr:`definition`)."""
         return self._parameters
 
     @property
