@@ -49,6 +49,7 @@ schema_unsupported                  config       no handler for a request's sche
 operation_not_found                 storage      no operation with that id
 operation_not_in_doubt              storage      the operation is not waiting for a person
 store_version_unsupported           storage      a store's layout is from a newer arknb
+runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -133,6 +134,7 @@ class ErrorCode(StrEnum):
     OPERATION_NOT_FOUND = "operation_not_found"
     OPERATION_NOT_IN_DOUBT = "operation_not_in_doubt"
     STORE_VERSION_UNSUPPORTED = "store_version_unsupported"
+    RUNTIME_CLOSED = "runtime_closed"
 
 
 class ErrorInfo(BaseModel):

@@ -33,6 +33,7 @@ from ._channel import EventChannel
 from ._context import RunContext
 from ._loop import drive
 from ._tool_batch import tool_message, unanswered_calls
+from . import lifecycle
 from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -127,6 +128,7 @@ class AgentRuntime:
         self.config = config if config is not None else ModelConfig()
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
+        self._owns_bus = event_bus is None
         self.bus = event_bus if event_bus is not None else EventBus()
         self.controller = AgentController(self.bus)
         self.controller.bind_approval_host(self)
@@ -144,6 +146,8 @@ class AgentRuntime:
         self._active: RunContext | None = None
         self._linted_history = 0  # history is append-only: the secret lint scans only new messages
         self._approval_lock = asyncio.Lock()
+        self._closing: asyncio.Future | None = None  # set by aclose(); its result once closed
+        self._closed = False
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
 
@@ -181,6 +185,40 @@ class AgentRuntime:
     def is_running(self) -> bool:
         """True while a run is active."""
         return self._active is not None
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` began: the runtime runs and decides nothing more."""
+        return self._closing is not None or self._closed
+
+    async def aclose(self, grace: float = lifecycle.DEFAULT_GRACE) -> AgentRunResult | None:
+        """End this runtime's ownership of its session (DESIGN §14 "Lifecycle").
+
+        An active run is asked to suspend at its next safe checkpoint and given ``grace``
+        seconds to get there; one that does not is cancelled (its open calls are answered
+        as not executed). Either way it is saved, suspended (``resume()`` on a new runtime
+        continues it) or ended with its stop reason, never as still running. Then
+        ``runtime.detached`` (reason ``"closed"``) is published, new runs and decisions
+        are refused with ``runtime_closed``, and the runtime's own event bus is closed.
+        A paused run (awaiting approval, suspended) is left as saved. Closing twice is
+        harmless. The same happens by itself at kernel shutdown (see
+        :mod:`arknb.runtime.lifecycle`).
+
+        Returns:
+            The result of the run it ended, or None if none was active.
+
+        Example:
+            >>> await runtime.aclose()          # doctest: +SKIP
+            >>> runtime.closed                  # doctest: +SKIP
+            True
+        """
+        return await lifecycle.close_runtime(self, grace)
+
+    async def __aenter__(self) -> AgentRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     @property
     def current_run(self) -> RunHandle | None:
@@ -260,7 +298,7 @@ class AgentRuntime:
 
     def _cancel_paused(self) -> bool:
         state = self._state
-        if not state.is_running or state.not_resumable:
+        if not state.is_running or state.not_resumable or self.closed:
             return False
         try:
             asyncio.get_running_loop()
@@ -311,12 +349,16 @@ class AgentRuntime:
     async def apply_approval_decision(self, approval_id: str, decision: ApprovalDecision,
                                       deny_reason: str | None = None) -> ApprovalDecisionResult:
         """Apply one decision (the controller's only way in)."""
+        if self.closed:
+            return ApprovalDecisionResult.failure(approval_id, lifecycle.closed_error(self, "decide an approval"))
         async with self._approval_lock:
             return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason)
 
     # -- helpers the phases use ------------------------------------------------------
 
     def _launch(self, make: Callable[[RunContext], Any]) -> RunHandle:
+        if self.closed:
+            raise lifecycle.closed_error(self, "start a run")
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -326,6 +368,7 @@ class AgentRuntime:
         ctx = RunContext(self._new_id("run"))
         self._active = ctx
         ctx.task = loop.create_task(self._guarded(ctx, make(ctx)), name=f"arknb-{ctx.run_id}")
+        lifecycle.track(self)  # so a kernel shutdown can still end this run cleanly
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
 
     async def _guarded(self, ctx: RunContext, body) -> AgentRunResult:
@@ -343,6 +386,8 @@ class AgentRuntime:
             self._active = None
 
     def _check_can_start(self, *, new_input: bool) -> None:
+        if self.closed:
+            raise lifecycle.closed_error(self, "start a run")
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
                            f"run {self._active.run_id} is still active; await it, or cancel() it first")
