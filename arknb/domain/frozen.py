@@ -36,8 +36,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from .json_decode import MAX_JSON_DEPTH, JSONTooDeepError
 
-__all__ = ["DeepFrozenModel", "FrozenDict", "FrozenList", "FrozenJSON", "freeze", "freeze_mapping", "frozen_flat",
-           "thaw"]
+__all__ = ["DeepFrozenModel", "FrozenDict", "FrozenList", "FrozenJSON", "freeze", "freeze_mapping", "thaw"]
 
 _GENERIC = "this value is read-only (a frozen snapshot); x.thaw() or dict(x) / list(x) gives a mutable copy"
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -182,19 +181,9 @@ _list_new = list.__new__
 _list_extend = list.extend
 
 
-def frozen_flat(items: dict[str, Any], origin: str) -> FrozenDict:
-    """A :class:`FrozenDict` copy of ``items`` whose values the caller knows are all
-    scalars (``str``, ``int``, ``float``, ``bool``, ``None``): no walk, no check. For
-    values built once per streamed chunk."""
-    out = _dict_new(FrozenDict)
-    _dict_update(out, items)
-    _set_dict_origin(out, origin)
-    return out
-
-
 def _new_list(items: Iterable[Any], origin: str) -> FrozenList:
-    out = list.__new__(FrozenList)
-    list.extend(out, items)
+    out = _list_new(FrozenList)
+    _list_extend(out, items)
     _set_list_origin(out, origin)
     return out
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..domain.frozen import FrozenDict, freeze, freeze_mapping, frozen_flat
+from ..domain.frozen import FrozenDict, freeze, freeze_mapping
 from ..domain.json_decode import MAX_JSON_DEPTH, JSONTooDeepError
 from ..domain.trusted import trusted_builder
 
@@ -72,7 +72,15 @@ def flat_payload(values: dict[str, Any]) -> FrozenDict:
     """A frozen payload from a dict whose values are all ``str``, ``int``, ``float``,
     ``bool``, ``None`` or already frozen (not checked: for publishers that build it
     themselves, such as the one ``llm.chunk`` payload per streamed chunk)."""
-    return frozen_flat(values, PAYLOAD_ORIGIN)
+    out = _dict_new(FrozenDict)  # no walk, no check: this runs once per streamed chunk
+    _dict_update(out, values)
+    _set_origin(out, PAYLOAD_ORIGIN)
+    return out
+
+
+_dict_new = dict.__new__
+_dict_update = dict.update
+_set_origin = FrozenDict._origin.__set__  # type: ignore[attr-defined]
 
 
 def _cut(value: Any, depth: int) -> Any:

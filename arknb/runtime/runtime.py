@@ -20,6 +20,7 @@ from ..domain import (
     Usage, invalid_argument,
 )
 from ..events import AgentEvent, EventBus
+from ..domain.frozen import FrozenDict
 from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
@@ -438,8 +439,10 @@ class AgentRuntime:
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
-        self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(),
-                                   freeze_payload(payload), f"{rid}:{self._seq}"))
+        if payload.__class__ is not FrozenDict:
+            payload = freeze_payload(payload)
+        self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
+                                   f"{rid}:{self._seq}"))
 
     def _set_state(self, **updates: Any) -> None:
         self._state = self._state.model_copy(update=updates)
