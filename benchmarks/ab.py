@@ -4,7 +4,9 @@ Exports ``arknb/`` of ``--base`` (a git ref, default ``main``) into a temporary 
 and runs each subject alternately on it and on this checkout, one process each,
 ``--rounds`` times (the order flips every round so drift on a shared machine hits both
 alike). Prints per-subject CPU medians (µs per run) and the ratio working tree / base:
-the median of the per-round ratios, each from two processes that ran back to back.
+the median of the per-round ratios, each from two processes that ran back to back, or,
+with ``--together``, at the same time (on a machine shared with other work both sides
+then see the same load, which keeps the paired ratio steady).
 
 Usage:
     .venv/bin/python benchmarks/ab.py                                   # (b), (c), (d) vs main
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -64,6 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--min-runs", type=int, default=30)
     p.add_argument("--max-seconds", type=float, default=3.0)
     p.add_argument("--python", default=sys.executable)
+    p.add_argument("--together", action="store_true",
+                   help="run the two sides of a round at the same time (steadier on a busy machine)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="arknb-ab-") as tmp:
         base_dir = Path(tmp)
@@ -75,16 +80,22 @@ def main(argv: list[str] | None = None) -> None:
             order = ("base", "tree") if round_no % 2 == 0 else ("tree", "base")
             for key in args.subjects:
                 got = {}
+                if args.together:
+                    with ThreadPoolExecutor(2) as pool:
+                        recs = dict(zip(order, pool.map(lambda side: _run(args.python, key, sides[side], args),
+                                                        order)))
+                else:
+                    recs = {side: _run(args.python, key, sides[side], args) for side in order}
                 for side in order:
-                    rec = _run(args.python, key, sides[side], args)
-                    got[side] = rec["median_cpu_us"]
-                    cpu.setdefault((key, side), []).append(rec["median_cpu_us"])
+                    got[side] = recs[side]["median_cpu_us"]
+                    cpu.setdefault((key, side), []).append(got[side])
                 ratios.setdefault(key, []).append(got["tree"] / got["base"])
                 print(f"  round {round_no + 1}/{args.rounds} {key:<14} base {got['base']:>9,.0f}  "
                       f"tree {got['tree']:>9,.0f}  tree/base {got['tree'] / got['base']:.3f}",
                       file=sys.stderr, flush=True)
     print(f"base = {args.base}, tree = {ROOT} (working tree); CPU µs per run, medians over {args.rounds} "
-          f"processes per side; ratio = median of per-round tree/base ratios")
+          f"processes per side{' (both sides of a round at once)' if args.together else ''}; "
+          "ratio = median of per-round tree/base ratios")
     print("| subject | base µs/run | tree µs/run | tree / base | per-round ratios |")
     print("|---|--:|--:|--:|---|")
     for key in args.subjects:

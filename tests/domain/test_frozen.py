@@ -211,3 +211,21 @@ def test_state_metadata_nested_too_deeply_is_a_validation_error():
 
     with pytest.raises(pydantic.ValidationError, match="levels deep"):
         ark.AgentState(session_id="s", metadata={"x": nested(MAX_JSON_DEPTH + 1)})
+
+
+def test_the_fast_model_copy_is_pydantic_s_copy_plus_freezing():
+    from pydantic import BaseModel
+
+    state = ark.AgentState(session_id="s", metadata={"k": [1]}, is_running=True)
+    for update in (None, {}, {"is_running": False, "current_run_id": "r9"}, {"metadata": {"x": [2]}}):
+        ours = state.model_copy(update=update)
+        theirs = BaseModel.model_copy(state, update=update)
+        assert ours == theirs and ours is not state
+        assert ours.model_fields_set == theirs.model_fields_set
+        assert ours.model_dump() == theirs.model_dump()
+        assert ours.__pydantic_extra__ is None and ours.__pydantic_private__ is None
+        ours_dict = ours.__dict__
+        assert ours_dict is not state.__dict__  # a copy: the original's fields never change
+    assert state.is_running is True and state.metadata == {"k": [1]}
+    deep = state.model_copy(update={"metadata": {"y": [3]}}, deep=True)
+    assert type(deep.metadata["y"]) is FrozenList and deep.history == state.history
