@@ -250,11 +250,12 @@ def _freeze_dict(value: dict, origin: str, depth: int) -> FrozenDict:
         raise JSONTooDeepError()
     out = _dict_new(FrozenDict)
     _dict_update(out, value)
-    # Most dicts hold scalars only: one C-speed pass over the values finds out.
+    # Most dicts hold scalars and frozen values only: one C-speed pass over the values
+    # finds out, and only a dict with something to freeze pays for the second one.
     for item in value.values():
-        if item.__class__ not in _SCALARS:
+        if item.__class__ not in _KEEP:
             for key, item in dict.items(value):
-                if item.__class__ not in _SCALARS:
+                if item.__class__ not in _KEEP:
                     _dict_setitem(out, key, _freeze(item, origin, depth + 1))
             break
     _set_dict_origin(out, origin)
@@ -266,8 +267,8 @@ def _freeze_list(value: list, origin: str, depth: int) -> FrozenList:
         raise JSONTooDeepError()
     out = _list_new(FrozenList)
     for item in value:
-        if item.__class__ not in _SCALARS:
-            _list_extend(out, [v if v.__class__ in _SCALARS else _freeze(v, origin, depth + 1) for v in value])
+        if item.__class__ not in _KEEP:
+            _list_extend(out, [v if v.__class__ in _KEEP else _freeze(v, origin, depth + 1) for v in value])
             break
     else:
         _list_extend(out, value)
@@ -275,10 +276,14 @@ def _freeze_list(value: list, origin: str, depth: int) -> FrozenList:
     return out
 
 
+_KEEP = _SCALARS | {FrozenDict, FrozenList}
+"""Values a frozen container holds as they are: scalars, and containers frozen already."""
+
+
 def freeze_mapping(value: dict, origin: str) -> FrozenDict:
     """:func:`freeze` for a value known to be a ``dict`` (one call less per event)."""
-    if value.__class__ is FrozenDict:
-        return value  # type: ignore[return-value]
+    if isinstance(value, FrozenDict):
+        return value
     return _freeze_dict(value, origin, 1)
 
 

@@ -100,7 +100,7 @@ class EventBus:
         """
         if self._closed:
             return
-        if event.payload.__class__ is not FrozenDict and dataclasses.is_dataclass(event):
+        if not isinstance(event.payload, FrozenDict) and dataclasses.is_dataclass(event):
             event = dataclasses.replace(event, payload=freeze_payload(event.payload))
         by_type = self._by_type
         specific = by_type.get(event.type)

@@ -126,8 +126,8 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                 if not hooked:
                     # The raw text is the history text here; publish only if someone listens.
                     if bus.has_listeners(EventTypes.LLM_CHUNK):
-                        rt._publish(EventTypes.LLM_CHUNK, flat_payload({"kind": "text" if is_text else "reasoning",
-                                                                        "text": event.text, "index": index}))
+                        rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="text" if is_text else "reasoning",
+                                                                       text=event.text, index=index))
                     index += 1
                     continue
                 text = held_text + (event.text if is_text else "")
@@ -188,8 +188,8 @@ def _deliver(rt: AgentRuntime, text: str, reasoning: str, index: int, out_text: 
     if reasoning:
         out_reasoning.append(reasoning)
         if listening:
-            rt._publish(EventTypes.LLM_CHUNK, flat_payload({"kind": "reasoning", "text": reasoning, "index": index}))
+            rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="reasoning", text=reasoning, index=index))
     if text:
         out_text.append(text)
         if listening:
-            rt._publish(EventTypes.LLM_CHUNK, flat_payload({"kind": "text", "text": text, "index": index}))
+            rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="text", text=text, index=index))

@@ -439,7 +439,7 @@ class AgentRuntime:
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
-        if payload.__class__ is not FrozenDict:
+        if not isinstance(payload, FrozenDict):
             payload = freeze_payload(payload)
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
                                    f"{rid}:{self._seq}"))

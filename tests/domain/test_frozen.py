@@ -229,3 +229,17 @@ def test_the_fast_model_copy_is_pydantic_s_copy_plus_freezing():
     assert state.is_running is True and state.metadata == {"k": [1]}
     deep = state.model_copy(update={"metadata": {"y": [3]}}, deep=True)
     assert type(deep.metadata["y"]) is FrozenList and deep.history == state.history
+
+
+def test_a_model_request_with_frozen_parts_round_trips_through_json_and_pickle():
+    definition = ark.ToolDefinition(name="add", parameters={"type": "object", "properties": {"a": {"type": "integer"}}})
+    request = ark.ModelRequest(messages=(ark.AgentMessage.user("hi"),), tools=(definition,),
+                               config=ark.ModelConfig(model="m", extensions={"thinking": {"type": "enabled"}}))
+    for copied in (ark.ModelRequest.model_validate_json(request.model_dump_json()), pickle.loads(pickle.dumps(request)),
+                   request.model_copy(deep=True)):
+        assert copied == request
+        with pytest.raises(TypeError, match="ModelConfig.extensions is read-only"):
+            copied.config.extensions["thinking"]["type"] = "off"
+        with pytest.raises(TypeError, match="ToolDefinition.parameters"):
+            copied.tools[0].parameters["properties"]["a"]["type"] = "string"
+    assert hash(definition) == hash(ark.ToolDefinition.model_validate(definition.model_dump()))

@@ -77,7 +77,7 @@ async def test_a_listener_cannot_change_what_later_listeners_and_the_widgets_see
     assert refused and all("event payloads are read-only" in r for r in refused)
     assert [(e.type, e.payload) for e in later] == [
         (e.type, e.payload) for e in _same_ids(clean, later)]
-    assert all(type(e.payload) is FrozenDict for e in later)
+    assert all(isinstance(e.payload, FrozenDict) for e in later)
     text = json.dumps([e.to_dict() for e in later])
     assert "HACKED" not in text
     entries = chat.transcript["entries"]
