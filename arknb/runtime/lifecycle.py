@@ -62,12 +62,11 @@ _install_lock = threading.Lock()
 _installed = {"exit": False, "kernel": None}
 
 
-def closed_error(rt: AgentRuntime, what: str) -> ArkError:
-    """The ``runtime_closed`` refusal of ``what`` (e.g. "start a run") on a closed runtime."""
+def closed_error(rt: AgentRuntime) -> ArkError:
+    """The ``runtime_closed`` refusal of a run, a resume, a load or a decision."""
     return ArkError(ErrorLayer.RUNTIME, ErrorCode.RUNTIME_CLOSED,
-                    f"cannot {what}: this runtime was closed (aclose) and no longer owns session "
-                    f"{rt.session_id!r}; create a new AgentRuntime with session_id={rt.session_id!r} and the same "
-                    "storage to continue it")
+                    f"this runtime was closed (aclose) and no longer owns session {rt.session_id!r}: create a "
+                    f"new AgentRuntime with session_id={rt.session_id!r} and the same storage to continue it")
 
 
 async def close_runtime(rt: AgentRuntime, grace: float = DEFAULT_GRACE) -> AgentRunResult | None:
@@ -124,12 +123,14 @@ async def _end_active_run(rt: AgentRuntime, grace: float) -> AgentRunResult | No
 
 def _detach(rt: AgentRuntime) -> None:
     """Publish ``runtime.detached`` and let go of what the runtime holds."""
-    rt._closed = True
     _tracked.discard(rt)
-    state = rt.state
-    rt._emit(EventTypes.RUNTIME_DETACHED, lambda: {
-        "reason": "closed", "session_id": rt.session_id, "last_stop_reason": state.last_stop_reason,
-        "resumable": bool(state.is_running and not state.not_resumable)})
+    if rt._detached is None:  # (one replaced by a newer runtime said so already)
+        rt._detached = "closed"
+        rt._detached_message = "closed with aclose()"
+        state = rt.state
+        rt._emit(EventTypes.RUNTIME_DETACHED, lambda: {
+            "reason": "closed", "message": rt._detached_message, "last_stop_reason": state.last_stop_reason,
+            "resumable": bool(state.is_running and not state.not_resumable)})
     if rt._owns_bus:
         rt.bus.close()  # drops every listener (widgets, run_stream consumers) it still holds
 
