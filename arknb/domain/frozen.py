@@ -227,8 +227,8 @@ def _freeze(value: Any, origin: str, depth: int) -> Any:
         return _freeze_dict(value, origin, depth)
     if cls is list:
         return _freeze_list(value, origin, depth)
-    if cls is FrozenDict or cls is FrozenList:
-        return value  # frozen all the way down by construction
+    if isinstance(value, _FROZEN):
+        return value  # frozen all the way down by construction (subclasses too)
     if isinstance(value, dict):
         return _freeze_dict(value, origin, depth)
     if isinstance(value, list):
@@ -277,6 +277,7 @@ def _freeze_list(value: list, origin: str, depth: int) -> FrozenList:
 
 
 _KEEP = _SCALARS | {FrozenDict, FrozenList}
+_FROZEN = (FrozenDict, FrozenList)
 """Values a frozen container holds as they are: scalars, and containers frozen already."""
 
 

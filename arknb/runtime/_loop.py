@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
     TurnCompletionHookContext,
@@ -172,7 +173,7 @@ async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessag
 
 
 async def _turn_completed_event(rt, ctx, message, action) -> None:
-    rt._emit(EventTypes.TURN_COMPLETED, lambda: {"turn": ctx.turn, "message": jsonable(message), "action": action})
+    rt._emit(EventTypes.TURN_COMPLETED, lambda: flat_payload(turn=ctx.turn, message=jsonable(message), action=action))
 
 
 async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit) -> NextStep:

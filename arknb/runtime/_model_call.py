@@ -15,7 +15,7 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, Role,
 )
 from ..events import EventTypes
-from ..events.envelope import flat_payload
+from ..events.envelope import flat_items, flat_payload
 from ..hooks import (
     HookSlot, ModelCallAction, ModelCallHookContext, ModelChunkAction,
     ModelResponseAction, ModelResponseHookContext,
@@ -65,10 +65,10 @@ async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
                 responded = decision.response
             elif decision.request is not None:
                 request = decision.request
-        rt._emit(EventTypes.LLM_BEFORE, lambda: {
-            "turn": ctx.turn, "attempt": attempt, "model": request.config.model or None,
-            "message_count": len(request.messages), "tools": [t.name for t in request.tools],
-            "responded_by_hook": responded is not None})
+        rt._emit(EventTypes.LLM_BEFORE, lambda: flat_payload(
+            turn=ctx.turn, attempt=attempt, model=request.config.model or None,
+            message_count=len(request.messages), tools=flat_items(t.name for t in request.tools),
+            responded_by_hook=responded is not None))
         if responded is not None:
             response, raw_text, raw_reasoning = responded, responded.message.text, responded.message.reasoning_text
         else:
@@ -97,9 +97,10 @@ async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
 
 def _after_payload(ctx: RunContext, response: ModelResponse, raw_text: str, raw_reasoning: str,
                    retried: bool = False) -> dict:
-    return {"turn": ctx.turn, "message": jsonable(response.message), "finish_reason": response.finish_reason.value,
-            "usage": response.usage.model_dump(), "raw_text": raw_text, "raw_reasoning": raw_reasoning,
-            "retried": retried}
+    # Built frozen: the message dump is frozen (and kept for turn.completed), the rest scalars.
+    return flat_payload(turn=ctx.turn, message=jsonable(response.message), finish_reason=response.finish_reason.value,
+                        usage=flat_payload(response.usage.model_dump()), raw_text=raw_text,
+                        raw_reasoning=raw_reasoning, retried=retried)
 
 
 async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> tuple[ModelResponse, str, str]:
