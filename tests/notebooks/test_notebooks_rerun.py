@@ -28,17 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 CELL_TIMEOUT = 300  # seconds per cell; a busy shared machine is slow, a hang still ends
 
-XFAIL: dict[str, str] = {}
-"""Notebooks whose re-run case is expected to fail for now, with the reason."""
-
-
 def notebook_names() -> list[str]:
     return sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-
-
-def params() -> list:
-    return [pytest.param(name, marks=pytest.mark.xfail(reason=XFAIL[name], strict=False)) if name in XFAIL
-            else name for name in notebook_names()]
 
 
 def copy_notebooks(into: Path) -> Path:
@@ -88,7 +79,7 @@ def rerun(workdir: Path, name: str) -> None:
         run_all(client, nb, name, "Run All after a kernel restart")
 
 
-@pytest.mark.parametrize("name", params())
+@pytest.mark.parametrize("name", notebook_names())
 def test_run_all_twice_then_after_a_kernel_restart(name, tmp_path):
     rerun(copy_notebooks(tmp_path), name)
 
