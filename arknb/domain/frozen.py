@@ -83,6 +83,11 @@ class FrozenDict(dict):
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(frozenset(dict.items(self)))
 
+    @classmethod
+    def fromkeys(cls, keys: Iterable[Any], value: Any = None) -> FrozenDict:  # type: ignore[override]
+        """A frozen dict of ``keys``, each mapped to ``value`` (frozen too)."""
+        return _freeze_dict(dict.fromkeys(keys, value), _GENERIC, 1)
+
     def __copy__(self) -> FrozenDict:
         return self
 

@@ -116,6 +116,8 @@ def test_building_a_frozen_dict_or_list_directly_freezes_the_contents():
     with pytest.raises(TypeError, match="read-only"):
         built["b"]["c"] = 3
     assert type(FrozenList([[1]])[0]) is FrozenList
+    keyed = FrozenDict.fromkeys(["a", "b"], [])
+    assert keyed == {"a": [], "b": []} and type(keyed["a"]) is FrozenList
 
 
 def test_nesting_deeper_than_the_limit_and_cycles_are_a_value_error_not_a_recursion_error():
