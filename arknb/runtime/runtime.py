@@ -296,25 +296,14 @@ class AgentRuntime:
         return self._closing is not None
 
     async def aclose(self, grace: float = lifecycle.DEFAULT_GRACE) -> AgentRunResult | None:
-        """End this runtime's ownership of its session (DESIGN §14 "Lifecycle").
-
-        An active run is asked to suspend at its next safe checkpoint and given ``grace``
-        seconds to get there; one that does not is cancelled (its open calls are answered
-        as not executed). Either way it is saved, suspended (``resume()`` on a new runtime
-        continues it) or ended with its stop reason, never as still running. Then
-        ``runtime.detached`` (reason ``"closed"``) is published, new runs and decisions
-        are refused with ``runtime_closed``, and the runtime's own event bus is closed.
-        A paused run (awaiting approval, suspended) is left as saved. Closing twice is
-        harmless. The same happens by itself at kernel shutdown (see
-        :mod:`arknb.runtime.lifecycle`).
+        """End this runtime's ownership of its session (DESIGN §14 "Lifecycle"): an active run
+        gets ``grace`` seconds to suspend at a safe checkpoint, else it is cancelled; either
+        way it is saved (suspended or ended, never as still running). Then ``runtime.detached``
+        (reason ``"closed"``) is published and runs and decisions answer ``runtime_closed``.
+        Kernel shutdown does the same by itself (:mod:`arknb.runtime.lifecycle`).
 
         Returns:
             The result of the run it ended, or None if none was active.
-
-        Example:
-            >>> await runtime.aclose()          # doctest: +SKIP
-            >>> runtime.closed                  # doctest: +SKIP
-            True
         """
         return await lifecycle.close_runtime(self, grace)
 
