@@ -113,11 +113,8 @@ async def _end_active_run(rt: AgentRuntime, grace: float) -> AgentRunResult | No
             _log.warning("arknb: run %s of session %r did not finish after being cancelled (a save that does "
                          "not return?); the runtime is closed without its final save", ctx.run_id, rt.session_id)
             return None
-    if task.cancelled():
-        return None
-    error = task.exception()
-    if error is not None:
-        raise error
+    if task.cancelled() or task.exception() is not None:
+        return None  # a run that raised (a load error, say) reports it to whoever awaits its handle
     return task.result()
 
 

@@ -246,3 +246,14 @@ def test_a_process_that_ends_with_a_run_active_saves_it_ended(tmp_path, mode):
     assert saved["last_error"]["code"] == "cancelled"
     state = ark.AgentState.from_json(json.dumps(saved))
     assert_history_paired(state.history)
+
+
+async def test_aclose_of_a_runtime_whose_saved_state_cannot_be_read_closes_without_raising(tmp_path):
+    (tmp_path / "broken.json").write_text("{ not json")
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]), storage=ark.FileStateStorage(tmp_path), session_id="broken")
+    handle = runtime.start("hello")  # loads first, in the task: the load error ends it
+    assert await runtime.aclose(grace=1.0) is None
+    with pytest.raises(ark.ArkError) as info:
+        await handle
+    assert info.value.code == "state_corrupt"  # the run's own error stays with its handle
+    assert runtime.closed and (tmp_path / "broken.json").read_text() == "{ not json"  # never overwritten
