@@ -38,6 +38,7 @@ from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
+from ._weak import NO_CONTROLLER, controller_of, weak_method
 from . import lifecycle
 from .handle import RunHandle
 from .loop_detector import LoopDetector
@@ -164,12 +165,12 @@ class AgentRuntime:
         self._clock = clock or time.time
         self._owns_bus = event_bus is None
         self.bus = event_bus if event_bus is not None else EventBus()
-        self.controller = AgentController(self.bus)
-        self.controller.bind_approval_host(self)
+        self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = HookRegistry(hooks)
-        self._pipeline = HookPipeline(self.hooks, self._emit)
+        emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
+        self._pipeline = HookPipeline(self.hooks, emit)
         self.secret_lint = SecretLint(secrets)
-        self._redactor = Redactor(self.secret_lint, self._emit)
+        self._redactor = Redactor(self.secret_lint, emit)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
             for value in secret_values():
@@ -261,6 +262,11 @@ class AgentRuntime:
             return found
 
     # -- public surface -------------------------------------------------------------
+
+    @property
+    def controller(self) -> AgentController:
+        """Approve, deny and list pending approvals: the control plane bound to this runtime."""
+        return controller_of(self)
 
     @property
     def state(self) -> AgentState:
