@@ -256,12 +256,22 @@ def _freeze_dict(value: dict, origin: str, depth: int) -> FrozenDict:
     out = _dict_new(FrozenDict)
     _dict_update(out, value)
     # Most dicts hold scalars and frozen values only: one C-speed pass over the values
-    # finds out, and only a dict with something to freeze pays for the second one.
+    # finds out, and only a dict with something to freeze pays for the second one,
+    # which dispatches on the exact type inline (model dumps hold plain dicts and lists).
     for item in value.values():
         if item.__class__ not in _KEEP:
             for key, item in dict.items(value):
-                if item.__class__ not in _KEEP:
-                    _dict_setitem(out, key, _freeze(item, origin, depth + 1))
+                kind = item.__class__
+                if kind in _KEEP:
+                    continue
+                if kind is dict:
+                    _dict_setitem(out, key, _freeze_dict(item, origin, depth + 1))
+                elif kind is list:
+                    _dict_setitem(out, key, _freeze_list(item, origin, depth + 1))
+                else:
+                    frozen = _freeze(item, origin, depth + 1)
+                    if frozen is not item:
+                        _dict_setitem(out, key, frozen)
             break
     _set_dict_origin(out, origin)
     return out
@@ -273,7 +283,9 @@ def _freeze_list(value: list, origin: str, depth: int) -> FrozenList:
     out = _list_new(FrozenList)
     for item in value:
         if item.__class__ not in _KEEP:
-            _list_extend(out, [v if v.__class__ in _KEEP else _freeze(v, origin, depth + 1) for v in value])
+            _list_extend(out, [v if v.__class__ in _KEEP else
+                               _freeze_dict(v, origin, depth + 1) if v.__class__ is dict else
+                               _freeze(v, origin, depth + 1) for v in value])
             break
     else:
         _list_extend(out, value)
