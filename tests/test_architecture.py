@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "controller": {"domain", "events", "state"},
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
     "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
-    "durable": {"domain", "state"},
+    "durable": {"domain", "events", "state"},
 }
 
 
