@@ -17,11 +17,11 @@ from .requests import EventRequest, EventResponse, Interception, Interceptor, Pe
 
 # stores
 from .memory_store import MemoryStore
-from .sqlite_store import SQLiteStateStorage
+from .sqlite_store import SQLiteStore
 from .store import DEFAULT_LEASE_TTL, Commit, Lease, OperationStore
 
 __all__ = [
     "Attempt", "Commit", "DEFAULT_LEASE_TTL", "EventRequest", "EventResponse", "HookRecord", "Interception",
     "Interceptor", "InvocationBus", "Lease", "MemoryStore", "Operation", "OperationPhase", "OperationStatus",
-    "OperationStore", "PendingOperationRef", "SQLiteStateStorage",
+    "OperationStore", "PendingOperationRef", "SQLiteStore",
 ]

@@ -61,10 +61,12 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
         # credential would leave it on disk even though the terminal save refuses it.
         rt.secret_lint.check(state, history_from=rt._linted_history)
         rt._linted_history = len(state.history)
-        await rt.storage.save(state)
+        revision = await rt.storage.save(state)
     except Exception as exc:  # a lint refusal stays as it is; any other failure: the save did not happen
         refused = isinstance(exc, ArkError) and exc.code == ErrorCode.SECRET_IN_STATE
         return _failed(rt, reason, mandatory, exc if refused else _save_failed(reason, exc))
+    if type(revision) is int:  # the next save compares against the revision this one made (DESIGN §8)
+        rt._set_state(revision=revision)
     rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False, "ok": True})
     if hook_ctx is not None:
         await pipeline.after_persist_state(hook_ctx)

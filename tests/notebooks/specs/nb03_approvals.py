@@ -179,13 +179,13 @@ print("sessions:        ", await storage.list_sessions())
     md("""
 ### Many sessions in one file
 
-`ark.SQLiteStateStorage(path)` keeps every session in one SQLite file and, on each
+`ark.SQLiteStore(path)` keeps every session in one SQLite file and, on each
 save, writes only the messages that are new: a long session saves as fast as a
 short one. It is a drop-in replacement for `FileStateStorage` (same `load`, `save`,
 `list_sessions`); close it when you are done.
 """),
     code("""
-sqlite_storage = ark.SQLiteStateStorage(STATE_DIR / "sessions.sqlite3")
+sqlite_storage = ark.SQLiteStore(STATE_DIR / "sessions.sqlite3")
 await sqlite_storage.save(state)
 print("sessions:   ", await sqlite_storage.list_sessions())
 print("same state: ", await sqlite_storage.load(SESSION) == state)
