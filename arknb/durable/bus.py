@@ -223,20 +223,25 @@ class InvocationBus:
 
     # -- in-doubt resolution -----------------------------------------------------------------
 
-    async def rerun(self, operation_id: str) -> PendingOperationRef:
+    async def rerun(self, operation_id: str, *, start: bool = True) -> PendingOperationRef:
         """Run an in-doubt operation's handler again (a person decided it is safe).
+
+        With ``start=False`` the decision is only recorded: the operation is no longer in
+        doubt and runs at the next ``begin`` of its purpose key (the runtime uses this
+        while other in-doubt calls of the batch still wait for a person).
 
         Raises:
             ArkError: ``operation_not_found``; ``operation_not_in_doubt``.
         """
         operation = await self._in_doubt(operation_id)
-        number = len(operation.attempts) + 1
-        operation = operation.model_copy(update={
-            "status": None, "updated_at": self._clock(),
-            "attempts": _close_last(operation.attempts, self._clock(), "rerun") + (Attempt(number=number,
-                                                                                           started_at=self._clock()),)})
+        now = self._clock()
+        attempts = _close_last(operation.attempts, now, "rerun approved", complete=False)
+        if start:
+            attempts += (Attempt(number=len(attempts) + 1, started_at=now),)
+        operation = operation.model_copy(update={"status": None, "updated_at": now, "attempts": attempts})
         await self._write((operation,), True)
-        self._spawn(operation, None)
+        if start:
+            self._spawn(operation, None)
         return _ref(operation)
 
     async def settle(self, operation_id: str, *, status: OperationStatus | str, result: Any = None,
@@ -402,11 +407,17 @@ class InvocationBus:
             # Nothing can change the raw result: raw_saved and completed are one commit.
             await self._write((operation.advance(OperationPhase.COMPLETED, at=self._clock()),), True)
             return
-        await self._write((operation,), True)  # raw_saved: a finished sibling survives a crash of the batch
+        trivial = _trivial(interceptor, operation)
+        if not trivial:
+            await self._write((operation,), True)  # raw_saved: a finished sibling survives a crash of the batch
         if previous is not None:
             await asyncio.wait({previous})
             if previous.cancelled() or previous.exception() is not None:
+                if trivial:
+                    await self._write((operation,), True)
                 return  # an earlier response phase aborted: this one stays raw_saved
+        # A trivial response phase (no hook can change the result) is run first and
+        # committed with the raw result: one commit instead of two.
         await self._finish_response(operation, interceptor)
 
     async def _finish_response(self, operation: Operation, interceptor: Interceptor) -> None:
@@ -452,8 +463,10 @@ class InvocationBus:
                 return previous  # already in doubt: a person decides
             spec = self._handlers.get((operation.kind, operation.schema_version))
             now = self._clock()
-            if spec is not None and spec.may_run_again(self._request_of(operation)):
-                # Idempotent (or side-effect free): a new attempt with the same key; the
+            started = bool(operation.attempts) and operation.attempts[-1].ended_at is None
+            if spec is not None and (not started or spec.may_run_again(self._request_of(operation))):
+                # No attempt was under way (a person approved a rerun), or the handler is
+                # idempotent (or side-effect free): a new attempt with the same key; an
                 # interrupted one stays on record, marked incomplete.
                 operation = operation.model_copy(update={
                     "updated_at": now,
@@ -588,3 +601,9 @@ def _close_last(attempts: tuple[Attempt, ...], at: float, outcome: str, *, compl
 
 def _stamped(records: tuple[HookRecord, ...], phase: str) -> tuple[HookRecord, ...]:
     return tuple(r if r.phase == phase else r.model_copy(update={"phase": phase}) for r in records)
+
+
+def _trivial(interceptor: Interceptor, operation: Operation) -> bool:
+    """True if the interceptor says its response phase cannot change this operation's result."""
+    check = getattr(interceptor, "response_is_trivial", None)
+    return bool(check(operation)) if callable(check) else False

@@ -113,6 +113,10 @@ class Interceptor(Protocol):
 
     An exception raised here (e.g. a hook aborting the run) reaches the caller waiting
     in this process; the operation stays in its phase, so a restore runs the phase again.
+
+    An interceptor may also define ``response_is_trivial(operation) -> bool``: True when
+    no hook can change that operation's result, so the bus commits the raw result and
+    the completed operation together (one commit instead of two).
     """
 
     async def before(self, request: EventRequest, operation: Operation) -> Interception:

@@ -61,7 +61,7 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
         # credential would leave it on disk even though the terminal save refuses it.
         rt.secret_lint.check(state, history_from=rt._linted_history)
         rt._linted_history = len(state.history)
-        revision = await rt.storage.save(state)
+        revision = await rt._invocations.save(state, reason=reason, mandatory=mandatory)
     except Exception as exc:  # a lint refusal stays as it is; any other failure: the save did not happen
         refused = isinstance(exc, ArkError) and exc.code == ErrorCode.SECRET_IN_STATE
         return _failed(rt, reason, mandatory, exc if refused else _save_failed(reason, exc))
@@ -81,7 +81,7 @@ async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: Erro
         return outcome
     rt._set_state(not_resumable=True, is_running=False)
     try:
-        await rt.storage.mark_not_resumable(rt.session_id)
+        await rt._invocations.mark_not_resumable()
     except Exception:  # nothing more can be done; the result already says not persisted
         pass
     return outcome

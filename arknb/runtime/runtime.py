@@ -29,8 +29,10 @@ from ..state import (
 )
 from ..tools import ToolRegistry
 from ._approvals import apply_decision
+from ._in_doubt import IN_DOUBT, apply_in_doubt_decision, pause_interrupted_run
 from ._channel import EventChannel
 from ._context import RunContext
+from ._invocation import DirectInvocations, SessionScope
 from ._loop import drive
 from ._tool_batch import tool_message, unanswered_calls
 from .handle import RunHandle
@@ -144,8 +146,16 @@ class AgentRuntime:
         self._active: RunContext | None = None
         self._linted_history = 0  # history is append-only: the secret lint scans only new messages
         self._approval_lock = asyncio.Lock()
+        self._invocations = self._make_invocations()
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
+
+    def _make_invocations(self):
+        """The invocation seam: the storage's own (a durable store) or the direct one."""
+        scope = SessionScope(session_id=self.session_id, bus=self.bus, clock=self._clock, storage=self.storage,
+                             is_idempotent=self.tools.is_idempotent)
+        factory = getattr(self.storage, "invocations_for", None)
+        return factory(scope) if callable(factory) else DirectInvocations(scope)
 
     # -- construction from storage --------------------------------------------------
 
@@ -155,15 +165,33 @@ class AgentRuntime:
         """Rebuild a runtime from saved state (e.g. after a kernel restart).
 
         A pending approval batch comes back and can be listed, approved or denied; a
-        suspended run can be continued with :meth:`resume`.
+        suspended run can be continued with :meth:`resume`. A run that a crash
+        interrupted is continued by :meth:`resume` too, from its operations on a durable
+        store; calls whose fate is unknown are listed at once as in-doubt items
+        (``controller.list_in_doubt()``) and the run continues when the last is decided.
+
+        On a durable store the runtime takes the session's lease: ``session_locked``
+        while another live owner holds it, unless ``takeover=True``.
         """
         if storage is None or not isinstance(storage, StateStorage):
             raise invalid_argument("restore() needs the storage the session was saved to")
+        takeover = options.pop("takeover", False)
+        if not isinstance(takeover, bool):
+            raise invalid_argument(f"takeover must be a bool, got {takeover!r}")
         state = await storage.load(validate_session_id(session_id))
         if state is None:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
-        return cls(model, tools=tools, storage=storage, state=state, **options)
+        runtime = cls(model, tools=tools, storage=storage, state=state, **options)
+        # A durable store: take the session's lease (session_locked while another live
+        # owner holds it, unless takeover), then reload what that owner may have committed.
+        await runtime._invocations.open(takeover=takeover)
+        reloaded = await storage.load(session_id)
+        if reloaded is not None and reloaded.revision != state.revision:
+            runtime._state = reloaded
+        # A run a crash interrupted with calls in doubt waits for a person at once.
+        await pause_interrupted_run(runtime)
+        return runtime
 
     # -- public surface -------------------------------------------------------------
 
@@ -300,6 +328,10 @@ class AgentRuntime:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
                            f"session {self.session_id!r} has no suspended run to resume "
                            f"(last run ended {state.last_stop_reason or 'never started'})")
+        if state.last_stop_reason is None and state.current_run_id:
+            # Interrupted by a crash: the same run goes on where its operations stand.
+            return self._launch(lambda ctx: drive(self, ctx, resume_reason="interrupted"),
+                                run_id=state.current_run_id, turn=state.current_loop_count)
         return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"))
 
     # -- ApprovalHost ---------------------------------------------------------------
@@ -314,16 +346,32 @@ class AgentRuntime:
         async with self._approval_lock:
             return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason)
 
+    # -- InDoubtHost -------------------------------------------------------------------
+
+    async def apply_in_doubt_decision(self, item_id: str, resolution: str,
+                                      text: str | None = None) -> ApprovalDecisionResult:
+        """Apply a person's decision on an in-doubt call (the controller's only way in)."""
+        async with self._approval_lock:
+            return await apply_in_doubt_decision(self, item_id, resolution, text)
+
+    # -- closing ---------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """End this runtime's ownership of its session: on a durable store, commit what
+        is pending and release the lease, so another process may open the session."""
+        await self._invocations.aclose()
+
     # -- helpers the phases use ------------------------------------------------------
 
-    def _launch(self, make: Callable[[RunContext], Any]) -> RunHandle:
+    def _launch(self, make: Callable[[RunContext], Any], *, run_id: str | None = None, turn: int = 0) -> RunHandle:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NO_RUNNING_LOOP,
                            "starting a run needs a running asyncio loop: in a notebook cell call it directly "
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
-        ctx = RunContext(self._new_id("run"))
+        ctx = RunContext(run_id or self._new_id("run"))
+        ctx.turn = turn
         self._active = ctx
         ctx.task = loop.create_task(self._guarded(ctx, make(ctx)), name=f"arknb-{ctx.run_id}")
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
@@ -336,6 +384,11 @@ class AgentRuntime:
 
     def _continue_after_approval(self, batch: PendingApprovalBatch) -> None:
         self._set_state(pending_approval=None)
+        if batch.kind == IN_DOUBT:
+            # The interrupted run goes on: its operations are keyed by its run id.
+            self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason="in_doubt_resolved"),
+                         run_id=batch.run_id, turn=self._state.current_loop_count)
+            return
         self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason="approval"))
 
     def _release(self, ctx: RunContext) -> None:

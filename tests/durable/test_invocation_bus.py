@@ -433,3 +433,5 @@ async def test_a_person_settles_or_reruns_an_in_doubt_operation():
     assert (await bus2.request(req("p1", event_type="slow"))).status == "indeterminate"
     rerun = await bus2.await_result(await bus2.rerun(ref2.operation_id))
     assert rerun.ok and len(calls2) == 1 and calls2[0].idempotency_key == "s1:p1"
+    op2 = await store2.get_operation(ref2.operation_id)
+    assert [(a.complete, a.outcome) for a in op2.attempts] == [(False, "rerun approved"), (True, "ok")]

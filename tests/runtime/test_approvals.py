@@ -368,11 +368,13 @@ async def test_resolved_batch_is_saved_before_any_approved_call_runs():
 
 
 async def test_failed_save_of_the_resolution_runs_nothing_and_fails_the_run():
-    storage = FaultyStorage(fail_if=lambda state: state.pending_approval is None and state.is_running
-                            and state.last_stop_reason == "awaiting_approval")
+    decided: list[bool] = []  # the first save after the decision is the resolution's
+    storage = FaultyStorage(fail_if=lambda state: bool(decided) and state.pending_approval is None
+                            and state.is_running)
     runtime, tools, _ = make_runtime([dangerous_turn(), "Done."], storage=storage)
     assert (await runtime.run("clear it")).stop_reason == "awaiting_approval"
     [item] = runtime.controller.list_pending_approvals()
+    decided.append(True)
     await runtime.controller.approve(item.approval_id)
     result = await finish_background(runtime)
     assert result.stop_reason == "failed"

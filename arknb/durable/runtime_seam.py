@@ -1,0 +1,370 @@
+"""DurableInvocations: the runtime's invocation seam on a durable store (DESIGN §13).
+
+A durable store hands one to every runtime it serves (``store.invocations_for(scope)``).
+It routes the runtime's model calls and tool batches through an
+:class:`~arknb.durable.InvocationBus`, so each is an operation committed phase by
+phase, and it commits the runtime's state saves and every event (but ``llm.chunk``)
+in the same transactions: the outbox.
+
+Commit points per turn (DESIGN §13), and which wait for the disk:
+
+- model call ``executing``: not synced (a lost record costs a repeated model call);
+- model call ``raw_saved``+``completed``: synced, one commit when no ``after_model_call``
+  hook is registered (the response phase is then bookkeeping only);
+- the tool batch's ``executing`` rows: one synced commit before any tool runs;
+- each tool's ``raw_saved``+``completed``: synced as the tool returns;
+- the state saves after model text and after a tool batch: not synced, because what
+  they add is already durable in the operations (a restore rebuilds it from them);
+  user input, approvals and terminal saves are synced.
+
+The phases themselves (hooks, the stream, the tools) are the runtime's own
+(``ModelCall`` and ``ToolBatch`` objects it passes in); this module only decides what is
+committed when, and what a restore does with what it finds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from arknb.domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, ToolCall, ToolResult
+from arknb.domain.invocation import CallsInDoubt, InDoubtCall, ModelOutcome
+from arknb.events import AgentEvent, EventTypes
+from arknb.state import AgentState
+
+from ._outbox import kept_in_outbox
+from .bus import InvocationBus
+from .operation import HookRecord, Operation, OperationPhase, OperationStatus, purpose_key_for_model, \
+    purpose_key_for_tool
+from .requests import EventRequest, Interception
+from .store import DEFAULT_LEASE_TTL, Commit, Lease, new_owner_id
+
+__all__ = ["DurableInvocations", "MODEL_CALL", "TOOL_CALL"]
+
+_log = logging.getLogger("arknb.durable")
+
+MODEL_CALL = "model_call"
+TOOL_CALL = "tool_call"
+
+# Saves whose content is already durable in committed operations.
+_REBUILDABLE_SAVES = frozenset({"after_model_text", "after_tool_batch"})
+
+
+class DurableInvocations:
+    """The seam of one runtime on one durable store (see :mod:`arknb.runtime._invocation`)."""
+
+    def __init__(self, store: Any, scope: Any, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+        self.store = store
+        self.scope = scope
+        self.session_id: str = scope.session_id
+        self.owner = new_owner_id()
+        self.lease: Lease | None = None
+        self.lease_ttl = float(lease_ttl)
+        self.lost: ArkError | None = None
+        self._open_lock = asyncio.Lock()
+        self._renewer: asyncio.Task | None = None
+        self._events: list[AgentEvent] = []
+        self._model_calls: dict[str, Any] = {}
+        self._tool_calls: dict[str, tuple[Any, ToolCall]] = {}
+        self.bus = InvocationBus(store, session_id=self.session_id, commit=self._commit_operations,
+                                 clock=scope.clock)
+        self.bus.register_handler(MODEL_CALL, 1, self._run_model, idempotent=True, sync_executing=False)
+        self.bus.register_handler(TOOL_CALL, 1, self._run_tool,
+                                  idempotent=lambda request: scope.is_idempotent(request.payload.get("name", "")))
+        self.bus.set_interceptor(_ModelInterceptor(self), event_type=MODEL_CALL)
+        self.bus.set_interceptor(_ToolInterceptor(self), event_type=TOOL_CALL)
+        self.bus.freeze()
+        # The outbox listens to every type but llm.chunk, type by type, so that the
+        # runtime still skips building chunk events nobody else wants.
+        self._unsubscribe = [scope.bus.subscribe(t, self._stage) for t in EventTypes.ALL if kept_in_outbox(t)]
+
+    # -- ownership -------------------------------------------------------------------------
+
+    async def open(self, *, takeover: bool = False) -> None:
+        """Take the session's lease (``session_locked`` if a live owner holds it)."""
+        async with self._open_lock:
+            if self.lease is not None and not takeover:
+                return
+            self.lease = await self.store.acquire_lease(self.session_id, self.owner, ttl=self.lease_ttl,
+                                                        takeover=takeover)
+            self.bus.lease = self.lease
+            self.lost = None
+            if self._renewer is None:
+                self._renewer = asyncio.get_running_loop().create_task(self._renew(), name="arknb-lease")
+
+    async def _ensure_open(self) -> None:
+        if self.lost is not None:
+            raise self.lost
+        if self.lease is None:
+            await self.open()
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_ttl / 3)
+            lease = self.lease
+            if lease is None:
+                continue
+            try:
+                self.lease = await self.store.renew_lease(lease, ttl=self.lease_ttl)
+                self.bus.lease = self.lease
+            except ArkError as exc:
+                if exc.code == ErrorCode.LEASE_LOST:
+                    self.lost = exc
+                    return
+                _log.warning("could not renew the lease of %s: %s", self.session_id, exc)
+
+    async def aclose(self) -> None:
+        """Release the lease and stop the bus (operations stay as committed)."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+        with contextlib.suppress(Exception):
+            await self.flush()
+        await self.bus.close()
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(BaseException):
+                await self._renewer
+            self._renewer = None
+        if self.lease is not None and self.lost is None:
+            with contextlib.suppress(Exception):
+                await self.store.release_lease(self.lease)
+        self.lease = None
+
+    # -- commits ---------------------------------------------------------------------------
+
+    def _stage(self, event: AgentEvent) -> None:
+        if event.session_id == self.session_id:
+            self._events.append(event)
+
+    async def _commit(self, *, state: AgentState | None = None, operations: tuple[Operation, ...] = (),
+                      sync: bool = True) -> int | None:
+        await self._ensure_open()
+        events, self._events = tuple(self._events), []
+        try:
+            return await self.store.commit(Commit(session_id=self.session_id, state=state, operations=operations,
+                                                  events=events, lease=self.lease, sync=sync))
+        except BaseException as exc:
+            self._events[:0] = events  # not written: they go with the next commit
+            if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
+                self.lost = exc
+                self.scope.bus.publish(AgentEvent(EventTypes.RUNTIME_DETACHED, self.session_id, "", 0,
+                                                  self.scope.clock(), {"reason": "lease_lost"}))
+            raise
+
+    async def _commit_operations(self, operations: tuple[Operation, ...], sync: bool) -> None:
+        await self._commit(operations=operations, sync=sync)
+
+    async def save(self, state: AgentState, *, reason: str, mandatory: bool) -> int | None:
+        sync = mandatory or reason not in _REBUILDABLE_SAVES
+        return await self._commit(state=state, sync=sync)
+
+    async def mark_not_resumable(self) -> None:
+        if self.lost is not None:
+            return  # the session is another owner's now: never touch its rows
+        await self.store.mark_not_resumable(self.session_id)
+
+    async def flush(self) -> None:
+        """Commit the events still pending (after a terminal event)."""
+        if not self._events or self.lost is not None:
+            return
+        try:
+            await self._commit(sync=True)
+        except ArkError as exc:  # the run's result already says what failed; events wait for the next commit
+            _log.warning("could not commit the outbox of %s: %s", self.session_id, exc)
+
+    # -- model calls -------------------------------------------------------------------------
+
+    async def model_call(self, call: Any) -> Any:
+        purpose = purpose_key_for_model(call.run_id, call.turn, call.attempt)
+        self.bus.run_id = call.run_id
+        call.ran_after = False
+        self._model_calls[purpose] = call
+        try:
+            response = await self.bus.request(EventRequest(MODEL_CALL, 1, {"turn": call.turn, "attempt": call.attempt},
+                                                           purpose))
+        finally:
+            self._model_calls.pop(purpose, None)
+        if response.status != OperationStatus.SUCCEEDED:
+            _raise_cancel(call.ctx)
+            raise _error_of(response)
+        result = response.result
+        outcome = _outcome(result)
+        if not call.ran_after:  # committed by a process before this one: nothing runs again
+            return call.reuse(outcome, result.get("raw_text", ""), result.get("raw_reasoning", ""))
+        return outcome
+
+    async def _run_model(self, request: EventRequest) -> dict:
+        call = self._model_calls[request.purpose_key]
+        payload = request.payload or {}
+        if "responded" in payload:  # a before_model_call hook answered: no model request leaves
+            return payload["responded"]
+        model_request = ModelRequest.model_validate(payload["request"]) if "request" in payload else None
+        task = asyncio.current_task()
+        remove = call.ctx.cancel.on_cancel(task.cancel) if task is not None else (lambda: None)
+        try:
+            response, raw_text, raw_reasoning = await call.execute(model_request)
+        finally:
+            remove()
+        return _response_json(response, raw_text, raw_reasoning)
+
+    # -- tool calls ------------------------------------------------------------------------------
+
+    async def run_tools(self, batch: Any) -> list[ToolResult]:
+        self.bus.run_id = batch.run_id
+        requests = []
+        for call in batch.calls:
+            purpose = purpose_key_for_tool(batch.run_id, call.id)
+            self._tool_calls[purpose] = (batch, call)
+            original = batch.original(call)
+            requests.append(EventRequest(TOOL_CALL, 1, original.model_dump(mode="json"), purpose))
+        try:
+            responses = await self.bus.request_many(requests)
+        finally:
+            for request in requests:
+                self._tool_calls.pop(request.purpose_key, None)
+        results: dict[str, ToolResult] = {}
+        doubts = []
+        for call, response in zip(batch.calls, responses, strict=True):
+            if response.status == OperationStatus.INDETERMINATE:
+                operation = await self.store.get_operation(response.operation_id)
+                doubts.append(InDoubtCall(call, response.operation_id, operation.started_at if operation else None,
+                                          len(operation.attempts) if operation else 0))
+                continue
+            if response.status != OperationStatus.SUCCEEDED:
+                _raise_cancel(batch.ctx)
+                results[call.id] = ToolResult.from_error(_error_of(response))
+                continue
+            results[call.id] = ToolResult.model_validate(response.result)
+        if doubts:
+            raise CallsInDoubt(doubts, results)
+        return [results[call.id] for call in batch.calls]
+
+    async def _run_tool(self, request: EventRequest) -> dict:
+        batch, call = self._tool_calls[request.purpose_key]
+        effective = ToolCall.model_validate(request.payload)
+        result = await batch.execute_one(effective if effective != call else call)
+        return result.model_dump(mode="json")
+
+    async def classify_unanswered(self, run_id: str, calls: list[ToolCall]) -> tuple[list, list, list]:
+        """After a crash: which unanswered calls are in doubt, which have operations to
+        continue (reuse a result, run again idempotently, or run an approved call that
+        never started), and which were never planned."""
+        in_doubt, runnable, unplanned = [], [], []
+        for call in calls:
+            operation = await self.store.find_operation(self.session_id, purpose_key_for_tool(run_id, call.id))
+            if operation is None:
+                unplanned.append(call)
+                continue
+            if operation.phase is OperationPhase.EXECUTING and not operation.completed:
+                started = bool(operation.attempts) and operation.attempts[-1].ended_at is None
+                if operation.in_doubt or (started and not self.scope.is_idempotent(call.name)):
+                    if not operation.in_doubt:
+                        operation = operation.model_copy(update={"status": OperationStatus.INDETERMINATE,
+                                                                 "updated_at": self.scope.clock()})
+                        await self._commit(operations=(operation,))
+                    in_doubt.append(InDoubtCall(ToolCall.model_validate(operation.effective_input),
+                                                operation.operation_id, operation.started_at,
+                                                len(operation.attempts)))
+                    continue
+            runnable.append(ToolCall.model_validate(operation.effective_input))
+        return in_doubt, runnable, unplanned
+
+    async def record_in_doubt_decision(self, item: Any, resolution: str, text: str | None) -> None:
+        operation_id = item.approval_id
+        if not operation_id.startswith("op_"):
+            return
+        if resolution == "rerun":
+            await self.bus.rerun(operation_id, start=False)
+        elif resolution == "done":
+            await self.bus.settle(operation_id, status=OperationStatus.SUCCEEDED,
+                                  result=ToolResult.from_text(text or "").model_dump(mode="json"))
+        else:
+            error = ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_FAILED, text or "marked failed by a person")
+            await self.bus.settle(operation_id, status=OperationStatus.FAILED, error=error.info(),
+                                  result=ToolResult.from_text(text or "failed", is_error=True,
+                                                              error_code=ErrorCode.TOOL_FAILED).model_dump(mode="json"))
+
+
+class _ModelInterceptor:
+    """The model call's request phase (before_model_call) and response phase (after_model_call)."""
+
+    def __init__(self, seam: DurableInvocations) -> None:
+        self._seam = seam
+
+    async def before(self, request: EventRequest, operation: Operation) -> Interception:
+        call = self._seam._model_calls[request.purpose_key]
+        model_request, responded = await call.before()
+        payload = dict(request.payload)
+        if responded is not None:
+            payload["responded"] = _response_json(responded, responded.message.text, responded.message.reasoning_text)
+            action = "respond"
+        elif call.hook is not None:
+            payload["request"] = model_request.model_dump(mode="json")  # kept only when a hook rewrote it
+            action = "rewrite"
+        else:
+            return Interception(records=(HookRecord(slot="before_model_call", action="proceed"),))
+        return Interception(records=(HookRecord(slot="before_model_call", action=action, hook=call.hook),),
+                            payload=payload, source=call.hook)
+
+    def response_is_trivial(self, operation: Operation) -> bool:
+        call = self._seam._model_calls.get(operation.purpose_key)
+        return call is not None and not call.has_response_hooks
+
+    async def after(self, request: EventRequest, result: Any, operation: Operation) -> Interception:
+        call = self._seam._model_calls[request.purpose_key]
+        call.hook = None
+        response = ModelResponse.model_validate(result["response"])
+        outcome = await call.after(response, result.get("raw_text", ""), result.get("raw_reasoning", ""))
+        call.ran_after = True
+        action = "retry" if outcome.retry else ("rewrite" if call.hook is not None else "proceed")
+        record = HookRecord(slot="after_model_call", action=action, hook=call.hook)
+        if outcome.retry or outcome.response is not response:
+            return Interception(records=(record,), source=call.hook,
+                                result={**_response_json(outcome.response, result.get("raw_text", ""),
+                                                         result.get("raw_reasoning", "")), "retry": outcome.retry})
+        return Interception(records=(record,))
+
+
+class _ToolInterceptor:
+    """A tool call's request phase was the runtime's planning (hooks, approvals); it is
+    recorded here: the effective call, with ``before_tool_call`` named when a hook rewrote it."""
+
+    def __init__(self, seam: DurableInvocations) -> None:
+        self._seam = seam
+
+    async def before(self, request: EventRequest, operation: Operation) -> Interception:
+        _, call = self._seam._tool_calls[request.purpose_key]
+        effective = call.model_dump(mode="json")
+        if effective == request.payload:
+            return Interception(records=(HookRecord(slot="before_tool_call", action="proceed"),))
+        return Interception(records=(HookRecord(slot="before_tool_call", action="rewrite", hook="before_tool_call"),),
+                            payload=effective, source="before_tool_call")
+
+    def response_is_trivial(self, operation: Operation) -> bool:
+        return True  # after_tool_call runs in the runtime, over the whole batch in call order
+
+    async def after(self, request: EventRequest, result: Any, operation: Operation) -> Interception:
+        return Interception()
+
+
+def _response_json(response: ModelResponse, raw_text: str, raw_reasoning: str) -> dict:
+    return {"response": response.model_dump(mode="json"), "raw_text": raw_text, "raw_reasoning": raw_reasoning}
+
+
+def _outcome(result: dict) -> Any:
+    return ModelOutcome(ModelResponse.model_validate(result["response"]), retry=bool(result.get("retry")))
+
+
+def _error_of(response: Any) -> ArkError:
+    if response.error is not None:
+        return response.error.to_error()
+    return ArkError(ErrorLayer.RUNTIME, ErrorCode.INTERNAL_ERROR,
+                    f"operation {response.operation_id} ended {response.status} without an error")
+
+
+def _raise_cancel(ctx: Any) -> None:
+    if ctx.cancel.cancelled:
+        raise ctx.cancel.error()
