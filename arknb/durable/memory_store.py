@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from arknb.domain import invalid_argument
 from arknb.events import AgentEvent
 from arknb.state import AgentState, validate_session_id
 
 from .operation import Operation
-from .store import DEFAULT_LEASE_TTL, Commit, Lease, lease_lost, owner_is_dead, session_locked, state_conflict
+from .store import DEFAULT_LEASE_TTL, Commit, Lease, check_ttl as _check_ttl, lease_lost, owner_is_dead, session_locked, state_conflict
 from ._outbox import event_from_json, event_to_json
 
 __all__ = ["MemoryStore"]
@@ -31,8 +31,9 @@ class MemoryStore:
         >>> runtime = AgentRuntime(model, storage=store)   # doctest: +SKIP
     """
 
-    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, *, clock: Callable[[], float] | None = None, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
         self._clock = clock or time.time
+        self.lease_ttl = _check_ttl(lease_ttl)
         self._states: dict[str, tuple[str, int]] = {}         # session -> (state JSON, revision)
         self._not_resumable: set[str] = set()
         self._operations: dict[str, str] = {}                  # operation id -> JSON
@@ -186,6 +187,13 @@ class MemoryStore:
         generation = self._generations.get(lease.session_id, 0)
         if generation != lease.generation or (held is not None and held.owner != lease.owner):
             raise lease_lost(lease.session_id, lease, held.owner if held else None, generation)
+
+    def invocations_for(self, scope: Any) -> Any:
+        """The runtime seam that makes a runtime's calls operations of this store (called by
+        ``AgentRuntime``; see :mod:`arknb.durable.runtime_seam`)."""
+        from .runtime_seam import DurableInvocations  # noqa: PLC0415 - the seam needs the bus
+
+        return DurableInvocations(self, scope, lease_ttl=self.lease_ttl)
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self._states)}, operations={len(self._operations)})"

@@ -32,7 +32,7 @@ from arknb.state import AgentState, validate_session_id
 from . import _sql
 from ._database import is_damaged, open_database, set_synchronous, transaction
 from .operation import Operation
-from .store import DEFAULT_LEASE_TTL, Commit, Lease
+from .store import DEFAULT_LEASE_TTL, Commit, Lease, check_ttl
 
 __all__ = ["SQLiteStore"]
 
@@ -53,7 +53,7 @@ class SQLiteStore:
         >>> runtime = ark.AgentRuntime(model, storage=store, session_id="demo")  # doctest: +SKIP
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise invalid_argument(f"SQLiteStore expects a database file path, got {type(path).__name__}")
         raw = os.fspath(path)
@@ -63,6 +63,8 @@ class SQLiteStore:
         self._path = Path(os.path.abspath(raw))
         if self._path.is_dir():
             raise invalid_argument(self._directory_message())
+        self.lease_ttl = check_ttl(lease_ttl)
+        """Seconds a runtime's lease on a session lives without renewal (DESIGN §13)."""
         self._worker = WorkerThreads(max_workers=1, name="arknb-sqlite")
         self._closed = False
         self._where = str(self._path)
@@ -207,6 +209,13 @@ class SQLiteStore:
         self._closed = True
         await self._worker.run(self._close_connection)
         self._worker.stop()
+
+    def invocations_for(self, scope: Any) -> Any:
+        """The runtime seam that makes a runtime's calls operations of this store (called by
+        ``AgentRuntime``; see :mod:`arknb.durable.runtime_seam`)."""
+        from .runtime_seam import DurableInvocations  # noqa: PLC0415 - the seam needs the bus
+
+        return DurableInvocations(self, scope, lease_ttl=self.lease_ttl)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self._path)!r}{', closed' if self._closed else ''})"

@@ -26,7 +26,7 @@ from arknb.state import AgentState
 from .operation import Operation
 
 __all__ = ["Commit", "DEFAULT_LEASE_TTL", "Lease", "OperationStore", "is_durable_store", "new_owner_id",
-           "owner_is_dead", "session_locked", "lease_lost", "state_conflict"]
+           "owner_is_dead", "session_locked", "lease_lost", "state_conflict", "check_ttl"]
 
 DEFAULT_LEASE_TTL = 30.0
 """Seconds a lease lives without renewal (DESIGN §13's default ``lease_ttl``)."""
@@ -197,3 +197,11 @@ def state_conflict(session_id: str, expected: int, stored: int) -> ArkError:
     return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CONFLICT,
                     f"session {session_id!r} was saved at revision {stored} since this state was read "
                     f"(revision {expected}); nothing was written. Reload the session to go on")
+
+
+def check_ttl(ttl: object) -> float:
+    """``ttl`` as seconds, or ``invalid_argument``."""
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+        raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                       f"lease_ttl must be a positive number of seconds, got {ttl!r}")
+    return float(ttl)
