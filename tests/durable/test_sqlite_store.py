@@ -541,6 +541,7 @@ async def test_a_run_paused_for_approval_is_completed_by_a_new_runtime_on_the_sa
     paused = await runtime.run("Clear the cache")
     assert paused.stop_reason == "awaiting_approval" and tools.ran == []
     [pending] = runtime.controller.list_pending_approvals()
+    await runtime.aclose()  # gives the session's lease up
     await first_store.aclose()
     _audit(db)
 

@@ -1,0 +1,112 @@
+"""Leases (DESIGN §13, issue 11 item 7) with two processes: a live owner locks the
+session, takeover bumps the generation, the stale owner's next commit fails with
+lease_lost and leaves the new owner's rows alone, a killed owner frees it at once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+import arknb as ark
+
+CHILD = Path(__file__).with_name("_lease_child.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Child:
+    """The other process: owns session s1 until told otherwise."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, kind: str, where: str) -> Child:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(CHILD), kind, where, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        child = cls(proc)
+        assert await child.line() == "READY completed"
+        return child
+
+    async def line(self) -> str:
+        raw = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        if not raw:
+            raise AssertionError((await self.proc.stderr.read()).decode()[-3000:])
+        return raw.decode().strip()
+
+    async def run(self, text: str) -> str:
+        self.proc.stdin.write(text.encode() + b"\n")
+        await self.proc.stdin.drain()
+        return await self.line()
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.stdin.write(b"\n")
+            await self.proc.stdin.drain()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 30)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+async def check_leases(kind: str, where: str, open_store) -> None:
+    child = await Child.start(kind, where)
+    try:
+        store = open_store()
+        with pytest.raises(ark.ArkError) as err:
+            await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel([]))
+        assert err.value.code == "session_locked" and err.value.layer == "storage"
+        assert f":{child.proc.pid}:" in err.value.message and "takeover=True" in err.value.message
+
+        runtime = await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel(["mine"]),
+                                                 takeover=True)
+        assert runtime._invocations.lease.generation == 2
+        assert (await runtime.run("new owner")).stop_reason == "completed"
+        mine = await store.load("s1")
+
+        # The stale owner's next commit fails and writes nothing.
+        assert await child.run("stale owner") == "RESULT failed lease_lost"
+        after = await store.load("s1")
+        assert after.revision == mine.revision and after.history == mine.history
+        assert [m.text for m in after.history if m.role == "user"] == ["hello", "new owner"]
+        await runtime.aclose()
+        await store.aclose()
+    finally:
+        await child.stop()
+
+
+async def test_two_processes_on_sqlite_lock_take_over_and_lose_the_lease(tmp_path):
+    db = tmp_path / "arknb.sqlite3"
+    await check_leases("sqlite", str(db), lambda: ark.SQLiteStore(db))
+
+
+async def test_a_killed_owner_frees_the_session_at_once(tmp_path):
+    db = tmp_path / "arknb.sqlite3"
+    child = await Child.start("sqlite", str(db))
+    child.proc.send_signal(signal.SIGKILL)
+    await child.proc.wait()
+    store = ark.SQLiteStore(db)
+    runtime = await asyncio.wait_for(ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel([])), 10)
+    assert runtime._invocations.lease.generation == 2  # a new owner, no waiting for the 30 s expiry
+    await runtime.aclose()
+    await store.aclose()
+
+
+async def test_aclose_releases_the_lease_for_the_next_owner(tmp_path):
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    first = ark.AgentRuntime(ark.ScriptedModel(["hi"]), storage=store, session_id="s1")
+    await first.run("hello")
+    with pytest.raises(ark.ArkError) as err:
+        await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel([]))
+    assert err.value.code == "session_locked"
+    await first.aclose()
+    second = await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel([]))
+    assert second.history[-1].text == "hi"
+    await second.aclose()
+    await store.aclose()
