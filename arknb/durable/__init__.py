@@ -17,11 +17,12 @@ from .requests import EventRequest, EventResponse, Interception, Interceptor, Pe
 
 # stores
 from .memory_store import MemoryStore
+from .postgres_store import PostgresStore
 from .sqlite_store import SQLiteStore
 from .store import DEFAULT_LEASE_TTL, Commit, Lease, OperationStore
 
 __all__ = [
     "Attempt", "Commit", "DEFAULT_LEASE_TTL", "EventRequest", "EventResponse", "HookRecord", "Interception",
     "Interceptor", "InvocationBus", "Lease", "MemoryStore", "Operation", "OperationPhase", "OperationStatus",
-    "OperationStore", "PendingOperationRef", "SQLiteStore",
+    "OperationStore", "PendingOperationRef", "PostgresStore", "SQLiteStore",
 ]

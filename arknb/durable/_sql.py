@@ -61,6 +61,15 @@ class Written:
     lengths: tuple[int, ...]
 
 
+def _many(conn: Any, sql: str, rows: list) -> None:
+    """``executemany`` on an sqlite3 connection or a psycopg one (which has it on cursors)."""
+    if hasattr(conn, "executemany"):
+        conn.executemany(sql, rows)
+    else:
+        with conn.cursor() as cursor:
+            cursor.executemany(sql, rows)
+
+
 def corrupt(where: str, session_id: str, detail: str) -> ArkError:
     return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
                     f"saved state from session {session_id!r} ({where}) is corrupt: {detail}")
@@ -154,7 +163,7 @@ def _write_rows(conn: Any, d: Dialect, table: str, session_id: str, items: tuple
     if written is None or kept < len(written):
         conn.execute(d.q(f"DELETE FROM {table} WHERE session_id = ? AND idx >= ?"), (session_id, kept))
     if kept < len(items):
-        conn.executemany(d.q(f"INSERT INTO {table} (session_id, idx, body) VALUES (?, ?, ?)"),
+        _many(conn, d.q(f"INSERT INTO {table} (session_id, idx, body) VALUES (?, ?, ?)"),
                          [(session_id, i, items[i].model_dump_json()) for i in range(kept, len(items))])
 
 
@@ -205,7 +214,7 @@ def write_operations(conn: Any, d: Dialect, session_id: str, operations: tuple[O
                      operation.phase.value, operation.status.value if operation.status else None,
                      operation.to_json(), operation.updated_at))
     # ordinal is kept from the first insert: an update never moves an operation in the order.
-    conn.executemany(d.q(
+    _many(conn, d.q(
         "INSERT INTO operations (operation_id, session_id, run_id, purpose_key, ordinal, phase, status, body, "
         "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (operation_id) DO UPDATE SET "
         "phase = excluded.phase, status = excluded.status, body = excluded.body, updated_at = excluded.updated_at"),
@@ -246,7 +255,7 @@ def list_operations(conn: Any, d: Dialect, session_id: str, run_id: str | None, 
 def append_events(conn: Any, d: Dialect, session_id: str, events: tuple[AgentEvent, ...]) -> None:
     if events:
         # A sequence already in the outbox is the same event sent again: kept once.
-        conn.executemany(d.q("INSERT INTO outbox (session_id, sequence, event_type, body) VALUES (?, ?, ?, ?) "
+        _many(conn, d.q("INSERT INTO outbox (session_id, sequence, event_type, body) VALUES (?, ?, ?, ?) "
                              "ON CONFLICT DO NOTHING"),
                          [(session_id, e.sequence, e.type, event_to_json(e)) for e in events])
 

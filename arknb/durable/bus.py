@@ -30,7 +30,7 @@ from arknb.domain import ArkError, ErrorCode, ErrorInfo, ErrorLayer, invalid_arg
 from ._waiters import WaitRegistry
 from .operation import Attempt, HookRecord, Operation, OperationPhase, OperationStatus
 from .requests import (
-    PROCEED, EventRequest, EventResponse, Interception, Interceptor, PendingOperationRef, RequestHandler,
+    PROCEED, EventRequest, EventResponse, Interceptor, PendingOperationRef, RequestHandler,
     response_of,
 )
 from .store import Commit, Lease, OperationStore
