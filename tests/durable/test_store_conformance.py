@@ -1,0 +1,90 @@
+"""Every store arknb ships passes arknb.testing.StoreConformance (DESIGN §13)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+import arknb as ark
+from arknb.durable import MemoryStore
+from arknb.durable._database import LAYOUT_VERSION
+from arknb.durable.postgres_store import PG_LAYOUT_VERSION
+from arknb.testing import StoreConformance
+
+
+def _factory(make):
+    stores = []
+
+    def new():
+        stores.append(make())
+        return stores[-1]
+
+    return new, stores
+
+
+async def _close_all(stores):
+    for store in stores:
+        close = getattr(store, "aclose", None)
+        if close is not None and not getattr(store, "closed", False):
+            await close()
+
+
+# Until issue 10 (hardening) lands the revision compare-and-swap in the memory and file
+# stores, their stale saves still go through.
+_CAS_PENDING = pytest.mark.xfail(reason="revision CAS of MemoryStateStorage/FileStateStorage arrives with issue 10",
+                                 strict=True)
+
+
+class TestMemoryStateStorage(StoreConformance):
+    test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing = _CAS_PENDING(
+        StoreConformance.test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing)
+
+    @pytest.fixture
+    async def make_store(self):
+        shared = ark.MemoryStateStorage()
+        yield lambda: shared
+
+
+class TestFileStateStorage(StoreConformance):
+    test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing = _CAS_PENDING(
+        StoreConformance.test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing)
+
+    @pytest.fixture
+    async def make_store(self, tmp_path):
+        yield lambda: ark.FileStateStorage(tmp_path / "states")
+
+
+class TestMemoryStore(StoreConformance):
+    @pytest.fixture
+    async def make_store(self):
+        shared = MemoryStore()
+        yield lambda: shared
+
+
+class TestSQLiteStore(StoreConformance):
+    @pytest.fixture
+    async def make_store(self, tmp_path):
+        self.db = tmp_path / "arknb.sqlite3"
+        new, stores = _factory(lambda: ark.SQLiteStore(self.db))
+        yield new
+        await _close_all(stores)
+
+    def newer_layout(self, make_store):
+        with sqlite3.connect(self.db) as conn:
+            conn.execute("UPDATE store_meta SET value = ? WHERE key = 'layout_version'", (str(LAYOUT_VERSION + 1),))
+
+
+class TestPostgresStore(StoreConformance):
+    @pytest.fixture
+    async def make_store(self, pg_dsn):
+        self.dsn = pg_dsn
+        new, stores = _factory(lambda: ark.PostgresStore(pg_dsn))
+        yield new
+        await _close_all(stores)
+
+    def newer_layout(self, make_store):
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute("UPDATE store_meta SET value = %s WHERE key = 'layout_version'", (str(PG_LAYOUT_VERSION + 1),))
