@@ -110,3 +110,7 @@ async def test_aclose_releases_the_lease_for_the_next_owner(tmp_path):
     assert second.history[-1].text == "hi"
     await second.aclose()
     await store.aclose()
+
+
+async def test_two_processes_on_postgres_lock_take_over_and_lose_the_lease(pg_dsn):
+    await check_leases("postgres", pg_dsn, lambda: ark.PostgresStore(pg_dsn))
