@@ -19,7 +19,7 @@ from typing import Any
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.events import AgentEvent
-from arknb.state import AgentState
+from arknb.state import SCHEMA_VERSION, AgentState
 from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
 from ._outbox import event_from_json, event_to_json
@@ -97,7 +97,7 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
     # The header with the sequences spliced in, parsed by from_json: migrations and
     # version refusals are the files' own. An empty sequence is left out (same default).
     present = [(field, items) for field, items in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if items]
-    state = AgentState.from_json(splice(header, present), source=f"session {session_id!r} ({where})")
+    state = _parse(splice(header, present), header, f"session {session_id!r} ({where})")
     if state.session_id != session_id:
         raise corrupt(where, session_id, f"the row holds session {state.session_id!r}")
     loaded = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
@@ -112,6 +112,22 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
     if marked:
         updates["not_resumable"] = True
     return state.model_copy(update=updates)
+
+
+_CURRENT = f'"schema_version":{SCHEMA_VERSION},'
+
+
+def _parse(document: str, header: str, source: str) -> AgentState:
+    """The state a spliced document holds. A header this arknb wrote (the current schema
+    version first, as ``header_json`` writes it) is validated straight from the JSON text,
+    a third faster than parsing to a dict first; anything else, and any failure, goes
+    through ``AgentState.from_json`` (migrations, version refusals, precise errors)."""
+    if header.startswith(_CURRENT, 1):
+        try:
+            return AgentState.model_validate_json(document)
+        except ValueError:
+            pass
+    return AgentState.from_json(document, source=source)
 
 
 def _check_rows(where: str, session_id: str, table: str, length: object, rows: list) -> list[str]:

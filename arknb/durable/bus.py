@@ -97,7 +97,11 @@ class InvocationBus:
         self._waiters = WaitRegistry()
         self._running: dict[str, asyncio.Task] = {}
         self._failures: dict[str, BaseException] = {}
-        self._known: dict[str, Operation] = {}  # operations this bus wrote, by purpose key
+        # What this bus committed, by purpose key and by id: a completed operation never
+        # changes again, so a waiter that finds one here needs no store read.
+        self._known: dict[str, Operation] = {}
+        self._known_ids: dict[str, Operation] = {}
+        self._new_prefixes: tuple[str, ...] = ()
 
     # -- assembly ------------------------------------------------------------------------
 
@@ -209,6 +213,9 @@ class InvocationBus:
                 failure = self._failures.get(ref.operation_id)
                 if failure is not None:
                     raise failure
+                known = self._known_ids.get(ref.operation_id)
+                if known is not None and known.completed:
+                    return response_of(known)  # committed by this bus, and final
                 operation = await self._read(ref)
                 if operation.completed or operation.in_doubt:
                     return response_of(operation)
@@ -276,6 +283,13 @@ class InvocationBus:
             await asyncio.gather(*tasks, return_exceptions=True)
         self._running.clear()
 
+    def assume_new(self, prefix: str) -> None:
+        """Purpose keys starting with ``prefix`` were never used before (e.g. they hold a
+        run id this process just made): ``begin`` skips looking them up in the store."""
+        if not isinstance(prefix, str) or not prefix:
+            raise invalid_argument(f"prefix must be a non-empty string, got {prefix!r}")
+        self._new_prefixes = (prefix, *self._new_prefixes[:7])  # the latest runs are the ones still going
+
     def running(self) -> tuple[str, ...]:
         """Ids of the operations whose pipeline runs in this process now."""
         return tuple(self._running)
@@ -294,7 +308,7 @@ class InvocationBus:
             if not isinstance(request, EventRequest):
                 raise invalid_argument(f"expected an EventRequest, got {type(request).__name__}")
             existing = self._known.get(request.purpose_key)
-            if existing is None:
+            if existing is None and not request.purpose_key.startswith(self._new_prefixes):
                 existing = await self.store.find_operation(self.session_id, request.purpose_key)
             if existing is not None:
                 refs.append(_ref(existing))
@@ -535,6 +549,7 @@ class InvocationBus:
                                            sync=sync))
         for operation in operations:
             self._known[operation.purpose_key] = operation
+            self._known_ids[operation.operation_id] = operation
 
     async def _read(self, ref: PendingOperationRef) -> Operation:
         operation = await self.store.get_operation(ref.operation_id)

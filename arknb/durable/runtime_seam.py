@@ -13,9 +13,9 @@ Commit points per turn (DESIGN §13), and which wait for the disk:
   hook is registered (the response phase is then bookkeeping only);
 - the tool batch's ``executing`` rows: one synced commit before any tool runs;
 - each tool's ``raw_saved``+``completed``: synced as the tool returns;
-- the state saves after model text and after a tool batch: not synced, because what
-  they add is already durable in the operations (a restore rebuilds it from them);
-  user input, approvals and terminal saves are synced.
+- the state saves after model text and after a tool batch: deferred to the next commit,
+  because what they add is already durable in the operations (a restore rebuilds it
+  from them); user input, approvals and terminal saves are committed at once, synced.
 
 The phases themselves (hooks, the stream, the tools) are the runtime's own
 (``ModelCall`` and ``ToolBatch`` objects it passes in); this module only decides what is
@@ -66,6 +66,8 @@ class DurableInvocations:
         self._open_lock = asyncio.Lock()
         self._renewer: asyncio.Task | None = None
         self._events: list[AgentEvent] = []
+        self._pending: AgentState | None = None   # a deferred save (see save())
+        self._stored: int | None = None           # the stored revision, as far as this seam knows
         self._model_calls: dict[str, Any] = {}
         self._tool_calls: dict[str, tuple[Any, ToolCall]] = {}
         self.bus = InvocationBus(store, session_id=self.session_id, commit=self._commit_operations,
@@ -142,24 +144,43 @@ class DurableInvocations:
     async def _commit(self, *, state: AgentState | None = None, operations: tuple[Operation, ...] = (),
                       sync: bool = True) -> int | None:
         await self._ensure_open()
+        if state is None:
+            state = self._pending  # a deferred save rides along
         events, self._events = tuple(self._events), []
         try:
-            return await self.store.commit(Commit(session_id=self.session_id, state=state, operations=operations,
-                                                  events=events, lease=self.lease, sync=sync))
+            revision = await self.store.commit(Commit(session_id=self.session_id, state=state, operations=operations,
+                                                      events=events, lease=self.lease, sync=sync))
         except BaseException as exc:
             self._events[:0] = events  # not written: they go with the next commit
             if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
                 self.lost = exc
                 self.scope.bus.publish(AgentEvent(EventTypes.RUNTIME_DETACHED, self.session_id, "", 0,
                                                   self.scope.clock(), {"reason": "lease_lost"}))
+            if isinstance(exc, ArkError) and exc.code == ErrorCode.STATE_CONFLICT:
+                self._pending, self._stored = None, None
             raise
+        if state is not None:
+            self._stored, self._pending = revision, None
+        return revision
 
     async def _commit_operations(self, operations: tuple[Operation, ...], sync: bool) -> None:
         await self._commit(operations=operations, sync=sync)
 
     async def save(self, state: AgentState, *, reason: str, mandatory: bool) -> int | None:
-        sync = mandatory or reason not in _REBUILDABLE_SAVES
-        return await self._commit(state=state, sync=sync)
+        """Save the runtime's state. The saves after model text and after a tool batch add
+        only what committed operations already hold, so they are not written at once:
+        they ride the next commit (the next operation's, or the next save's), which
+        saves a transaction each. Under the session's lease this seam is the only writer,
+        so it knows the revision that commit will make and returns it now."""
+        stored = self._stored
+        expected = None if stored is None else stored + (self._pending is not None)
+        if expected is None or state.revision != expected:
+            return await self._commit(state=state, sync=True)  # the store's compare-and-swap decides
+        rebased = state.model_copy(update={"revision": stored}) if state.revision != stored else state
+        if not mandatory and reason in _REBUILDABLE_SAVES:
+            self._pending = rebased
+            return stored + 1
+        return await self._commit(state=rebased, sync=True)
 
     async def mark_not_resumable(self) -> None:
         if self.lost is not None:
@@ -167,8 +188,8 @@ class DurableInvocations:
         await self.store.mark_not_resumable(self.session_id)
 
     async def flush(self) -> None:
-        """Commit the events still pending (after a terminal event)."""
-        if not self._events or self.lost is not None:
+        """Commit the events and the deferred save still pending (after a terminal event)."""
+        if (not self._events and self._pending is None) or self.lost is not None:
             return
         try:
             await self._commit(sync=True)
@@ -177,9 +198,16 @@ class DurableInvocations:
 
     # -- model calls -------------------------------------------------------------------------
 
+    def _run_started(self, run_id: str, continued: bool) -> None:
+        if run_id != self.bus.run_id:
+            self.bus.run_id = run_id
+            if not continued:
+                # A run id this process just made: none of its purpose keys exists yet.
+                self.bus.assume_new(f"{run_id}:")
+
     async def model_call(self, call: Any) -> Any:
         purpose = purpose_key_for_model(call.run_id, call.turn, call.attempt)
-        self.bus.run_id = call.run_id
+        self._run_started(call.run_id, call.ctx.continued)
         call.ran_after = False
         self._model_calls[purpose] = call
         try:
@@ -213,7 +241,7 @@ class DurableInvocations:
     # -- tool calls ------------------------------------------------------------------------------
 
     async def run_tools(self, batch: Any) -> list[ToolResult]:
-        self.bus.run_id = batch.run_id
+        self._run_started(batch.run_id, batch.ctx.continued)
         requests = []
         for call in batch.calls:
             purpose = purpose_key_for_tool(batch.run_id, call.id)

@@ -186,9 +186,10 @@ class AgentRuntime:
         # A durable store: take the session's lease (session_locked while another live
         # owner holds it, unless takeover), then reload what that owner may have committed.
         await runtime._invocations.open(takeover=takeover)
-        reloaded = await storage.load(session_id)
-        if reloaded is not None and reloaded.revision != state.revision:
-            runtime._state = reloaded
+        if takeover:
+            reloaded = await storage.load(session_id)
+            if reloaded is not None and reloaded.revision != state.revision:
+                runtime._state = reloaded
         # A run a crash interrupted with calls in doubt waits for a person at once.
         await pause_interrupted_run(runtime)
         return runtime
@@ -372,6 +373,7 @@ class AgentRuntime:
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
         ctx = RunContext(run_id or self._new_id("run"))
         ctx.turn = turn
+        ctx.continued = run_id is not None
         self._active = ctx
         ctx.task = loop.create_task(self._guarded(ctx, make(ctx)), name=f"arknb-{ctx.run_id}")
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
