@@ -181,14 +181,16 @@ print("sessions:        ", await storage.list_sessions())
 
 `ark.SQLiteStore(path)` keeps every session in one SQLite file and, on each
 save, writes only the messages that are new: a long session saves as fast as a
-short one. It is a drop-in replacement for `FileStateStorage` (same `load`, `save`,
-`list_sessions`); close it when you are done.
+short one. It has the same `load`, `save` and `list_sessions` as `FileStateStorage`,
+and more: it is a durable store, on which every model and tool call is recorded as it
+happens (notebook 07 shows what that buys after a crash). Close it when you are done.
 """),
     code("""
 sqlite_storage = ark.SQLiteStore(STATE_DIR / "sessions.sqlite3")
-await sqlite_storage.save(state)
-print("sessions:   ", await sqlite_storage.list_sessions())
-print("same state: ", await sqlite_storage.load(SESSION) == state)
+revision = await sqlite_storage.save(state.model_copy(update={"revision": 0}))  # a first save there
+print("sessions:     ", await sqlite_storage.list_sessions())
+print("revision:     ", revision)
+print("same history: ", (await sqlite_storage.load(SESSION)).history == state.history)
 await sqlite_storage.aclose()
 """),
 ]
