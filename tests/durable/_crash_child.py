@@ -6,7 +6,7 @@ parent kills it with SIGKILL. Every tool execution appends one line
 ``<tool> <call_id> <idempotency_key>`` to ``<dir>/effects.log`` (flushed and fsynced
 before the tool goes on), so the parent counts executions across processes.
 
-Usage: python _crash_child.py <sqlite|file> <dir> <session_id> <point> [idempotent]
+Usage: python _crash_child.py <sqlite|postgres|file> <dir> <session_id> <point> [idempotent]
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ POINTS = ("before_batch", "one_done_one_running", "tool_started", "after_tool_ho
 def open_store(kind: str, directory: str | Path):
     if kind == "sqlite":
         return ark.SQLiteStore(Path(directory) / "arknb.sqlite3")
+    if kind == "postgres":  # the DSN is in <dir>/dsn
+        return ark.PostgresStore((Path(directory) / "dsn").read_text())
     return ark.FileStateStorage(Path(directory) / "states")
 
 
@@ -78,7 +80,7 @@ async def main(kind: str, directory: str, session_id: str, point: str, idempoten
 
     async def on_slow(ctx: ark.ToolContext) -> None:
         if point in ("one_done_one_running", "tool_started"):
-            if point == "one_done_one_running" and kind == "sqlite":
+            if point == "one_done_one_running" and kind in ("sqlite", "postgres"):
                 # Kill only once the finished sibling's result is committed.
                 while True:
                     op = await store.find_operation(session_id, f"{ctx.run_id}:c1")

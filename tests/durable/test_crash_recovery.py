@@ -198,3 +198,23 @@ async def test_with_a_file_store_unanswered_calls_are_in_doubt_never_answered_un
 def _script():
     from ._crash_child import script
     return script()
+
+
+# -- PostgresStore: the same recovery ---------------------------------------------------------
+
+
+async def test_on_postgres_a_finished_tool_never_runs_again_and_the_running_one_is_in_doubt(tmp_path, pg_dsn):
+    (tmp_path / "dsn").write_text(pg_dsn)
+    await crash(tmp_path, "postgres", "one_done_one_running")
+    store, _, runtime = await restore(tmp_path, "postgres", ["Both finished."])
+    [item] = runtime.controller.list_in_doubt()
+    assert item.tool_call.name == "slow"
+    assert (await runtime.controller.mark_failed(item.operation_id, "the mail bounced")).ok
+    result = await finish(runtime)
+    assert result.stop_reason == "completed" and counts(tmp_path) == {"fast": 1, "slow": 1}
+    answers = tool_answers(runtime)
+    assert answers["c1"] == "fast 1 done" and answers["c2"] == "the mail bounced"
+    [answer] = [m for m in runtime.history if m.role == "tool" and m.tool_call_id == "c2"]
+    assert answer.is_error
+    await runtime.aclose()
+    await store.aclose()
