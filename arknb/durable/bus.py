@@ -186,6 +186,7 @@ class InvocationBus(InvocationPipeline):
         # Register first, then read: a result committed in between is seen by the read,
         # one committed after it signals the waiter (seed 004 §2.1).
         waiter = self._waiters.attach(ref.operation_id)
+        timed_out = False
         try:
             while True:
                 failure = self._failures.get(ref.operation_id)
@@ -194,13 +195,18 @@ class InvocationBus(InvocationPipeline):
                 known = self._known_ids.get(ref.operation_id)
                 if known is not None and known.completed:
                     return response_of(known)  # committed by this bus, and final
-                operation = await self._read(ref)
-                if operation.completed or operation.in_doubt:
-                    return response_of(operation)
+                # An operation whose pipeline runs here signals when it is done, so the
+                # store is read only for the others, and after every silent re-check
+                # period for all (a lost signal, another process's commit).
+                if timed_out or ref.operation_id not in self._running:
+                    operation = await self._read(ref)
+                    if operation.completed or operation.in_doubt:
+                        return response_of(operation)
                 try:
                     await asyncio.wait_for(waiter.wait(), self._recheck)
+                    timed_out = False
                 except TimeoutError:
-                    pass  # a lost notification: the next read finds the result
+                    timed_out = True
                 waiter.clear()
                 self._check_open()
         finally:
