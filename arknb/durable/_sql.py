@@ -14,6 +14,7 @@ immutable: comparing the tuple this store last wrote costs a pointer comparison 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +98,7 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
     # The header with the sequences spliced in, parsed by from_json: migrations and
     # version refusals are the files' own. An empty sequence is left out (same default).
     present = [(field, items) for field, items in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if items]
-    state = _parse(splice(header, present), header, f"session {session_id!r} ({where})")
+    state = AgentState.from_json(splice(header, present), source=f"session {session_id!r} ({where})")
     if state.session_id != session_id:
         raise corrupt(where, session_id, f"the row holds session {state.session_id!r}")
     loaded = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
@@ -114,20 +115,6 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
     return state.model_copy(update=updates)
 
 
-_CURRENT = f'"schema_version":{SCHEMA_VERSION},'
-
-
-def _parse(document: str, header: str, source: str) -> AgentState:
-    """The state a spliced document holds. A header this arknb wrote (the current schema
-    version first, as ``header_json`` writes it) is validated straight from the JSON text,
-    a third faster than parsing to a dict first; anything else, and any failure, goes
-    through ``AgentState.from_json`` (migrations, version refusals, precise errors)."""
-    if header.startswith(_CURRENT, 1):
-        try:
-            return AgentState.model_validate_json(document)
-        except ValueError:
-            pass
-    return AgentState.from_json(document, source=source)
 
 
 def _check_rows(where: str, session_id: str, table: str, length: object, rows: list) -> list[str]:
@@ -141,15 +128,21 @@ def _check_rows(where: str, session_id: str, table: str, length: object, rows: l
     return [body for _, body in rows]
 
 
-def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict[str, Written]) -> Written:
-    """Write ``state`` if the stored revision is ``state.revision``; returns what is now
-    stored (the caller puts it in ``cache`` once the transaction committed)."""
+def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict[str, Written], where: str,
+               base: int | None = None) -> Written:
+    """Write ``state`` with revision ``state.revision + 1`` if the stored revision is
+    ``base`` (default ``state.revision``); returns what is now stored (the caller puts it
+    in ``cache`` once the transaction committed). A stored state this arknb cannot read,
+    or one a newer arknb wrote, is never overwritten."""
     session_id = state.session_id
+    expected = state.revision if base is None else base
     row = conn.execute(d.q(f"SELECT revision, history_len, usages_len, header FROM sessions "
                            f"WHERE session_id = ?{d.for_update}"), (session_id,)).fetchone()
     stored = int(row[0]) if row is not None and row[3] is not None else 0
-    if stored != state.revision:
-        raise state_conflict(session_id, state.revision, stored)
+    if row is not None and row[3] is not None:
+        _check_writable(row[3], session_id, where)
+    if stored != expected:
+        raise state_conflict(session_id, expected, stored, where)
     sequences = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
     known = cache.get(session_id)
     # Append only to rows this instance knows: the revision and lengths must be the ones
@@ -160,15 +153,40 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
         written = (None,) * len(SEQUENCES)
     for (_, table), items, before in zip(SEQUENCES, sequences, written, strict=True):
         _write_rows(conn, d, table, session_id, items, before)
-    revision = stored + 1
+    revision = state.revision + 1
     lengths = tuple(map(len, sequences))
     conn.execute(d.q(
         "INSERT INTO sessions (session_id, header, history_len, usages_len, not_resumable, revision, updated_at) "
         "VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (session_id) DO UPDATE SET header = excluded.header, "
         "history_len = excluded.history_len, usages_len = excluded.usages_len, not_resumable = 0, "
         "revision = excluded.revision, updated_at = excluded.updated_at"),
-        (session_id, header_json(state), *lengths, revision, now))
+        (session_id, header_json(state.model_copy(update={"revision": revision})), *lengths, revision, now))
     return Written(sequences, revision, lengths)
+
+
+def _check_writable(header: object, session_id: str, where: str) -> None:
+    """Refuse to overwrite a stored header that is not a state, or that a newer arknb wrote
+    (the header is small: parsing it costs microseconds, not the history's milliseconds)."""
+    try:
+        doc = json.loads(header) if isinstance(header, str) else None
+    except ValueError:
+        doc = None
+    version = doc.get("schema_version", 1) if isinstance(doc, dict) else None
+    revision = doc.get("revision", 0) if isinstance(doc, dict) else None
+    problem = None
+    if type(version) is not int:
+        problem = "its header is not a state document"
+    elif type(revision) is not int or revision < 0:
+        problem = f"its revision is {revision!r}, not a non-negative integer"
+    if problem is not None:
+        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                       f"saved state from session {session_id!r} ({where}) is corrupt: {problem}; the save was "
+                       "refused, so it stays as it is (delete the session to start over: storage.delete(...) or "
+                       "AgentRuntime(..., fresh=True))")
+    if version > SCHEMA_VERSION:
+        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_VERSION_UNSUPPORTED,
+                       f"saved state from session {session_id!r} ({where}) has schema_version {version}, but this "
+                       f"arknb writes {SCHEMA_VERSION}; the save was refused so a newer arknb's state is not overwritten")
 
 
 def _write_rows(conn: Any, d: Dialect, table: str, session_id: str, items: tuple[Any, ...],

@@ -100,9 +100,10 @@ class MemoryStore:
                 if commit.state.session_id != session_id:
                     raise invalid_argument("a commit's state must belong to its session")
                 stored = self._states.get(session_id, (None, 0))[1]
-                if stored != commit.state.revision:
-                    raise state_conflict(session_id, commit.state.revision, stored)
-                revision = stored + 1
+                expected = commit.state.revision if commit.base_revision is None else commit.base_revision
+                if stored != expected:
+                    raise state_conflict(session_id, expected, stored, repr(self))
+                revision = commit.state.revision + 1
                 text = commit.state.to_json()
             encoded = [(op, op.to_json()) for op in commit.operations]
             events = [(event.sequence, event_to_json(event)) for event in commit.events]

@@ -107,6 +107,11 @@ class PostgresStore(RowStore):
         self.synced_commits = 0
 
     @property
+    def location(self) -> tuple[str, str]:
+        """Where the sessions live: two stores on one database share them."""
+        return ("postgres", self._where) if self._pool is None else ("postgres-pool", str(id(self._pool)))
+
+    @property
     def closed(self) -> bool:
         """True after :meth:`aclose`."""
         return self._closed
@@ -217,7 +222,8 @@ class PostgresStore(RowStore):
                 if commit.state is not None:
                     if commit.state.session_id != commit.session_id:
                         raise invalid_argument("a commit's state must belong to its session")
-                    written = _sql.save_state(conn, d, commit.state, time.time(), self._written)
+                    written = _sql.save_state(conn, d, commit.state, time.time(), self._written, self._where,
+                                             commit.base_revision)
                 _sql.write_operations(conn, d, commit.session_id, commit.operations)
                 _sql.append_events(conn, d, commit.session_id, commit.events)
         self.commits += 1

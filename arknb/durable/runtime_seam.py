@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from typing import Any
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, ToolCall, ToolResult
@@ -52,6 +53,41 @@ TOOL_CALL = "tool_call"
 _REBUILDABLE_SAVES = frozenset({"after_model_text", "after_tool_batch"})
 
 
+# The lease is this process's: every runtime of the process on a session shares it (the
+# newest one owns the session within the process, DESIGN §7), and it is released when
+# the last of them closes. Across processes it keeps one live owner per session.
+_holders: dict[tuple[Any, str], int] = {}
+_owner: tuple[int, str] | None = None
+
+
+def process_owner() -> str:
+    """This process's owner id (``host:pid:start:token``), made again after a fork."""
+    global _owner
+    pid = os.getpid()
+    if _owner is None or _owner[0] != pid:
+        _owner = (pid, new_owner_id())
+    return _owner[1]
+
+
+def _location(store: Any) -> Any:
+    location = getattr(store, "location", None)
+    return location if location is not None else ("object", id(store))
+
+
+def _hold(key: tuple[Any, str]) -> None:
+    _holders[key] = _holders.get(key, 0) + 1
+
+
+def _let_go(key: tuple[Any, str]) -> bool:
+    """One holder less; True if it was the last one (the lease may be released)."""
+    left = _holders.get(key, 0) - 1
+    if left > 0:
+        _holders[key] = left
+        return False
+    _holders.pop(key, None)
+    return True
+
+
 class DurableInvocations:
     """The seam of one runtime on one durable store (see :mod:`arknb.runtime._invocation`)."""
 
@@ -59,7 +95,8 @@ class DurableInvocations:
         self.store = store
         self.scope = scope
         self.session_id: str = scope.session_id
-        self.owner = new_owner_id()
+        self.owner = process_owner()
+        self._lease_key = (_location(store), self.session_id)
         self.lease: Lease | None = None
         self.lease_ttl = float(lease_ttl)
         self.lost: ArkError | None = None
@@ -89,8 +126,11 @@ class DurableInvocations:
         async with self._open_lock:
             if self.lease is not None and not takeover:
                 return
+            first = self.lease is None
             self.lease = await self.store.acquire_lease(self.session_id, self.owner, ttl=self.lease_ttl,
                                                         takeover=takeover)
+            if first:
+                _hold(self._lease_key)
             self.bus.lease = self.lease
             self.lost = None
             if self._renewer is None:
@@ -118,7 +158,8 @@ class DurableInvocations:
                 _log.warning("could not renew the lease of %s: %s", self.session_id, exc)
 
     async def aclose(self) -> None:
-        """Release the lease and stop the bus (operations stay as committed)."""
+        """Release the lease (when no other runtime of this process uses it) and stop the
+        bus (operations stay as committed)."""
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe = []
@@ -130,10 +171,10 @@ class DurableInvocations:
             with contextlib.suppress(BaseException):
                 await self._renewer
             self._renewer = None
-        if self.lease is not None and self.lost is None:
+        lease, self.lease = self.lease, None
+        if lease is not None and _let_go(self._lease_key) and self.lost is None:
             with contextlib.suppress(Exception):
-                await self.store.release_lease(self.lease)
-        self.lease = None
+                await self.store.release_lease(lease)
 
     # -- commits ---------------------------------------------------------------------------
 
@@ -142,14 +183,14 @@ class DurableInvocations:
             self._events.append(event)
 
     async def _commit(self, *, state: AgentState | None = None, operations: tuple[Operation, ...] = (),
-                      sync: bool = True) -> int | None:
+                      sync: bool = True, base: int | None = None) -> int | None:
         await self._ensure_open()
-        if state is None:
-            state = self._pending  # a deferred save rides along
+        if state is None and self._pending is not None:
+            state, base = self._pending, self._stored  # a held-back save rides along
         events, self._events = tuple(self._events), []
         try:
             revision = await self.store.commit(Commit(session_id=self.session_id, state=state, operations=operations,
-                                                      events=events, lease=self.lease, sync=sync))
+                                                      events=events, lease=self.lease, sync=sync, base_revision=base))
         except BaseException as exc:
             self._events[:0] = events  # not written: they go with the next commit
             if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
@@ -168,19 +209,19 @@ class DurableInvocations:
 
     async def save(self, state: AgentState, *, reason: str, mandatory: bool) -> int | None:
         """Save the runtime's state. The saves after model text and after a tool batch add
-        only what committed operations already hold, so they are not written at once:
-        they ride the next commit (the next operation's, or the next save's), which
-        saves a transaction each. Under the session's lease this seam is the only writer,
-        so it knows the revision that commit will make and returns it now."""
-        stored = self._stored
-        expected = None if stored is None else stored + (self._pending is not None)
-        if expected is None or state.revision != expected:
+        only what committed operations already hold, so they are held back and ride the
+        next commit (the next operation's, or the next save's), which saves a transaction
+        each. Under the session's lease this seam is the only writer: it returns the
+        revision the save will have (``state.revision + 1``) and commits it with the base
+        revision it last stored."""
+        stored, pending = self._stored, self._pending
+        expected = stored if pending is None else pending.revision + 1
+        if stored is None or state.revision != expected:
             return await self._commit(state=state, sync=True)  # the store's compare-and-swap decides
-        rebased = state.model_copy(update={"revision": stored}) if state.revision != stored else state
         if not mandatory and reason in _REBUILDABLE_SAVES:
-            self._pending = rebased
-            return stored + 1
-        return await self._commit(state=rebased, sync=True)
+            self._pending = state
+            return state.revision + 1
+        return await self._commit(state=state, sync=True, base=stored)
 
     async def mark_not_resumable(self) -> None:
         if self.lost is not None:
@@ -304,6 +345,9 @@ class DurableInvocations:
         operation_id = item.approval_id
         if not operation_id.startswith("op_"):
             return
+        operation = await self.store.get_operation(operation_id)
+        if operation is not None and not operation.in_doubt and _already(operation, resolution):
+            return  # recorded before a state save that failed: the decision is being retried
         if resolution == "rerun":
             await self.bus.rerun(operation_id, start=False)
         elif resolution == "done":
@@ -376,6 +420,14 @@ class _ToolInterceptor:
 
     async def after(self, request: EventRequest, result: Any, operation: Operation) -> Interception:
         return Interception()
+
+
+def _already(operation: Operation, resolution: str) -> bool:
+    """True if ``operation`` already carries the person's ``resolution``."""
+    if resolution == "rerun":
+        return not operation.completed and operation.status is None
+    expected = OperationStatus.SUCCEEDED if resolution == "done" else OperationStatus.FAILED
+    return operation.completed and operation.status is expected and operation.result_source == "person"
 
 
 def _response_json(response: ModelResponse, raw_text: str, raw_reasoning: str) -> dict:

@@ -81,6 +81,11 @@ class SQLiteStore(RowStore):
         return self._path
 
     @property
+    def location(self) -> tuple[str, str]:
+        """The resolved database file: two stores on one file share their sessions."""
+        return ("sqlite", os.path.realpath(self._path))
+
+    @property
     def closed(self) -> bool:
         """True after :meth:`close` or :meth:`aclose`."""
         return self._closed
@@ -183,7 +188,8 @@ class SQLiteStore(RowStore):
             if commit.state is not None:
                 if commit.state.session_id != commit.session_id:
                     raise invalid_argument("a commit's state must belong to its session")
-                written = _sql.save_state(conn, d, commit.state, time.time(), self._written)
+                written = _sql.save_state(conn, d, commit.state, time.time(), self._written, self._where,
+                                             commit.base_revision)
             _sql.write_operations(conn, d, commit.session_id, commit.operations)
             _sql.append_events(conn, d, commit.session_id, commit.events)
         self.commits += 1

@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.events import AgentEvent
 from arknb.state import AgentState
+from arknb.state.storage import state_conflict
 
 from .operation import Operation
 
@@ -60,6 +61,9 @@ class Commit:
         operations: operations to insert or replace.
         events: events to append to the outbox (in sequence order).
         lease: checked inside the transaction; a stale generation raises ``lease_lost``.
+        base_revision: the stored revision the state replaces (default ``state.revision``);
+            the state is stored as revision ``state.revision + 1``. A runtime seam that
+            held back saves passes the revision it last committed.
         sync: wait for the disk (fsync) before returning. False still survives the
             process being killed (the write reached the operating system), not a power
             cut: used for records a restore can do without (a model call's ``executing``).
@@ -71,6 +75,7 @@ class Commit:
     events: tuple[AgentEvent, ...] = ()
     lease: Lease | None = None
     sync: bool = True
+    base_revision: int | None = None
 
 
 @runtime_checkable
@@ -190,13 +195,6 @@ def lease_lost(session_id: str, lease: Lease, current: str | None, generation: i
     return ArkError(ErrorLayer.STORAGE, ErrorCode.LEASE_LOST,
                     f"session {session_id!r}: this runtime's lease (generation {lease.generation}) was taken "
                     f"over; it is now held by {holder}, so nothing was written. Restore the session to go on")
-
-
-def state_conflict(session_id: str, expected: int, stored: int) -> ArkError:
-    """The ``state_conflict`` error for a save based on a revision that is no longer stored."""
-    return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CONFLICT,
-                    f"session {session_id!r} was saved at revision {stored} since this state was read "
-                    f"(revision {expected}); nothing was written. Reload the session to go on")
 
 
 def check_ttl(ttl: object) -> float:

@@ -21,13 +21,13 @@ from ..domain.invocation import InDoubtCall
 from ..events import EventTypes
 from ..state import ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem
 from ._approvals import freeze_for_approval
-from ._persistence import persist
+from ._persistence import persist, save_error
 from ._tool_batch import unanswered_calls
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["IN_DOUBT", "RESOLUTIONS", "apply_in_doubt_decision", "in_doubt_batch", "last_assistant",
+__all__ = ["IN_DOUBT", "RESOLUTIONS", "apply_in_doubt_decision", "in_doubt_batch", "interrupted", "last_assistant",
            "pause_interrupted_run", "settled_answers"]
 
 IN_DOUBT = "in_doubt"
@@ -56,6 +56,14 @@ def _why(doubt: InDoubtCall) -> str:
             f"({doubt.attempts} attempt(s)); it may or may not have run. Rerun it, or say what it did")
 
 
+def interrupted(state) -> bool:
+    """True if the saved state is of a run a crash cut short: running, not paused for a
+    person, not suspended (a running run has no stop reason yet; one whose approval
+    batch was just resolved still says ``awaiting_approval``, with no batch left)."""
+    return (state.is_running and state.pending_approval is None and not state.not_resumable
+            and bool(state.current_run_id) and state.last_stop_reason in (None, "awaiting_approval"))
+
+
 def last_assistant(history):
     """The last assistant message (the one whose calls are unanswered), or None."""
     for message in reversed(history):
@@ -71,8 +79,7 @@ async def pause_interrupted_run(rt: AgentRuntime) -> bool:
     Returns True if the run is now paused for in-doubt calls.
     """
     state = rt.state
-    if not (state.is_running and state.pending_approval is None and state.last_stop_reason is None
-            and not state.not_resumable and state.current_run_id):
+    if not interrupted(state):
         return False
     calls = unanswered_calls(state.history)
     if not calls:
@@ -89,15 +96,25 @@ async def pause_interrupted_run(rt: AgentRuntime) -> bool:
 
 async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: str,
                                   text: str | None) -> ApprovalDecisionResult:
-    """Record a person's decision on one in-doubt call; the last one continues the run."""
-    batch = rt.state.pending_approval
+    """Record a person's decision on one in-doubt call; the last one continues the run.
+
+    Like an approval decision (DESIGN §8), it is saved before it is acknowledged: the
+    operation records it first (durable store), then the state, in a mandatory save that
+    consumes the batch when it is the last decision. A failed save leaves the item pending.
+    """
+    try:
+        await rt.load()
+    except ArkError as exc:
+        return ApprovalDecisionResult.failure(item_id, exc)
+    state = rt.state
+    batch = state.pending_approval
     item = batch.find(item_id) if batch is not None and batch.kind == IN_DOUBT else None
     if item is None:
         return ApprovalDecisionResult.failure(item_id, ArkError(
             ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_FOUND,
-            f"no in-doubt call with id {item_id!r} (unknown, or already decided and continued); "
-            "controller.list_in_doubt() lists the open ones"))
-    if rt.state.not_resumable:
+            f"no in-doubt call with id {item_id!r} in session {rt.session_id!r} (unknown, or already decided and "
+            "continued); controller.list_in_doubt() lists the open ones"))
+    if state.not_resumable:
         return ApprovalDecisionResult.failure(item_id, ArkError(
             ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
             f"session {rt.session_id!r} is marked not resumable, so its in-doubt calls cannot be decided"))
@@ -107,20 +124,28 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
         return ApprovalDecisionResult.failure(item_id, ArkError(
             ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_IN_DOUBT,
             f"in-doubt call {item_id!r} was already decided ({item.resolution}); the first decision stands"))
-    await rt._invocations.record_in_doubt_decision(item, resolution, text)
+    try:
+        await rt._invocations.record_in_doubt_decision(item, resolution, text)
+    except ArkError as exc:
+        return ApprovalDecisionResult.failure(item_id, exc)
     verdict = ApprovalDecision.APPROVED if resolution == "rerun" else ApprovalDecision.DENIED
     decided = item.decide(verdict, reason=None if resolution == "rerun" else f"marked {resolution} by a person",
                           at=rt._clock()).model_copy(update={"resolution": resolution, "result_text": text})
     batch = batch.with_item(decided)
-    rt._set_state(pending_approval=batch)
     all_decided = batch.all_decided()
+    # The last decision's save consumes the batch: a restore never offers it again.
+    candidate = state.model_copy(update={"pending_approval": None if all_decided else batch})
+    saved = await persist(rt, None, "in_doubt_resolved" if all_decided else "in_doubt_decision", mandatory=True,
+                          candidate=candidate, run_id=batch.run_id)
+    if not saved.ok:
+        error = save_error(saved.error)
+        return ApprovalDecisionResult.failure(item_id, ArkError(
+            error.layer, error.code, f"the decision on in-doubt call {item_id!r} was not recorded, so the call "
+            f"still waits: {error.message}", error.retryability))
     rt._emit(EventTypes.APPROVAL_DECIDED, {
         "batch_id": batch.batch_id, "approval_id": item_id, "decision": verdict.value, "resolution": resolution,
         "deny_reason": decided.deny_reason, "all_decided": all_decided, "kind": IN_DOUBT}, run_id=batch.run_id)
     if not all_decided:
-        saved = await persist(rt, None, "in_doubt_decision", mandatory=True)
-        if not saved.ok:
-            return ApprovalDecisionResult.failure(item_id, saved.error)
         return _result(item_id, resolution, False)
     rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
         "batch_id": batch.batch_id, "items": [i.model_dump(mode="json") for i in batch.items], "kind": IN_DOUBT},

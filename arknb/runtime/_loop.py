@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult
 from ..events import EventTypes
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
@@ -19,11 +19,11 @@ from ..hooks import (
 )
 from ..hooks.pipeline import jsonable
 from ..domain.invocation import CallsInDoubt
-from ..state import DeniedCall, PendingApprovalBatch
+from ..state import ApprovalDecision, DeniedCall, PendingApprovalBatch
 from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal, save_error
-from ._in_doubt import IN_DOUBT, in_doubt_batch, last_assistant, settled_answers
+from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, settled_answers
 from ._tool_batch import BatchPlan, execute_batch, plan_batch, unanswered_calls
 from .loop_detector import tool_signature
 from .result import AgentRunResult, NextStep, StopReason
@@ -73,7 +73,17 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
 
 
 async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
+    state = rt.state
+    if resume_reason == "suspend" and resume_batch is None and interrupted(state):
+        # Resumed before the session was loaded, and it turned out to be interrupted by a
+        # crash rather than suspended: the same run goes on where its operations stand.
+        ctx.run_id, ctx.turn, ctx.continued = state.current_run_id, state.current_loop_count, True
+        resume_reason = "interrupted"
+    # A crash right after an approval batch resolved: its decisions are the resolved records.
+    resolving = state.last_stop_reason == "awaiting_approval" and state.pending_approval is None
     previous = rt.state.current_run_id
+    if new_input is not None and rt.state.not_resumable:
+        _close_stale_run(rt)
     # A running run has no stop reason yet: a state saved so (is_running, no stop reason,
     # no pending batch) was interrupted by a crash, not suspended.
     rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=ctx.turn, last_error=None,
@@ -93,27 +103,27 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
         rt._append_history(new_input)
         await persist(rt, ctx, "after_user_input")
     if resume_batch is not None:
-        # Record that the batch is consumed before any of it runs: a restore after a crash
-        # must never offer (and so run) the same approved calls again.
-        saved = await persist(rt, ctx, "approval_resolved", mandatory=True)
-        if not saved.ok:
-            rt._answer_unanswered("not executed: the approval could not be recorded")
-            raise save_error(saved.error)
+        # The last decision's save recorded the batch as consumed before this run began:
+        # a restore after a crash never offers (and so never runs) these calls again.
         return await _run_decided_batch(rt, ctx, resume_batch)
     if resume_reason is not None:
         # A run interrupted without a clean checkpoint may have unanswered calls: the
         # seam tells which ran (operations) and which a person must decide.
-        return await _continue_unanswered(rt, ctx)
+        return await _continue_unanswered(rt, ctx, resolving and resume_reason == "interrupted")
     return NextStep.run_again()
 
 
-async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext) -> NextStep:
+async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: bool = False) -> NextStep:
     calls = unanswered_calls(rt.state.history)
     if not calls:
         return NextStep.run_again()
     message = last_assistant(rt.state.history)
     doubts, runnable, unplanned = await rt._invocations.classify_unanswered(ctx.run_id, calls)
     plan = await plan_batch(rt, ctx, message, calls=unplanned) if unplanned else BatchPlan(rt._new_id("batch"))
+    if resolving and plan.deferred:
+        # The batch these calls froze in was decided just before the crash: its recorded
+        # decisions stand (an approved call that never started runs now, never asked again).
+        _apply_resolved(rt, plan)
     allowed = runnable + plan.allowed
     if doubts:
         # Never a silent "unknown" answer: the calls whose fate is unknown go to a person.
@@ -122,6 +132,33 @@ async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext) -> NextStep:
         plan.allowed = allowed
         return NextStep.await_approval(build_batch(rt, ctx, plan, message))
     return await _execute_and_complete(rt, ctx, plan.batch_id, message, allowed, plan.denied)
+
+
+def _apply_resolved(rt: AgentRuntime, plan: BatchPlan) -> None:
+    decided = {record.call_id: record for record in rt.state.resolved_approvals}
+    still = []
+    for call, reason, risk in plan.deferred:
+        record = decided.get(call.id)
+        if record is None or record.tool_name != call.name:
+            still.append((call, reason, risk))
+        elif record.decision is ApprovalDecision.APPROVED:
+            plan.allowed.append(call)
+        else:
+            why = record.deny_reason or "denied by the user"
+            plan.denied.append(DeniedCall(call=call, result=ToolResult.from_text(
+                f"tool_denied: {why}", is_error=True, error_code=ErrorCode.TOOL_DENIED.value), reason=why,
+                hook="approval"))
+    plan.deferred = still
+
+
+def _close_stale_run(rt: AgentRuntime) -> None:
+    """New input to a session marked not resumable: its last run can never continue, so it
+    ends here (a frozen batch is dropped, its calls answered as not executed) and the
+    session goes on; the next save records it as resumable again."""
+    rt._set_state(pending_approval=None)
+    rt._answer_unanswered("not executed: the session was marked not resumable (a save failed) before this "
+                          "call could run")
+    rt._set_state(not_resumable=False)
 
 
 async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
@@ -284,7 +321,9 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
     rt._set_state(is_running=reason.resumable, last_error=error.info() if error else None,
                   last_stop_reason=reason.value)
     if not saved_already:
-        saved = await persist_terminal(rt, ctx, run_error=error.info() if error else None)
+        # A cancelled run ends promptly: it does not wait for a save the storage still owes.
+        saved = await persist_terminal(rt, ctx, run_error=error.info() if error else None,
+                                       hurry=reason is StopReason.CANCELLED)
         persisted = persisted and saved.ok
         if not saved.ok and error is None:
             # The run reached its end but could not record it: the result says so (and the

@@ -9,18 +9,20 @@ from .migrations import MIGRATIONS, migrate
 
 # approvals
 from .approvals import (
-    ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
+    RESOLVED_APPROVALS_KEPT, ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch,
+    PendingApprovalItem, ResolvedApproval,
 )
 
 # storage
 from .file_storage import FileStateStorage
-from .storage import MemoryStateStorage, StateStorage, validate_session_id
+from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_location, validate_session_id
 
 # security
 from .secrets import SecretLint
 
 __all__ = [
-    "MIGRATIONS", "SCHEMA_VERSION", "AgentState", "ApprovalDecision", "ApprovalDecisionResult",
-    "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
-    "PendingApprovalItem", "SecretLint", "StateStorage", "migrate", "validate_session_id",
+    "MIGRATIONS", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION", "AgentState", "ApprovalDecision",
+    "ApprovalDecisionResult", "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
+    "PendingApprovalItem", "ResolvedApproval", "SecretLint", "StateStorage", "migrate", "state_conflict",
+    "storage_location", "validate_session_id",
 ]

@@ -52,9 +52,9 @@ async def test_a_foreign_database_is_refused_before_a_run_writes_anything(tmp_pa
     before = db.read_bytes()
     store = ark.SQLiteStore(db)
     runtime = ark.AgentRuntime(_adding_model(), tools=[_add_tool()], storage=store, session_id="s1")
-    result = await runtime.run("go")
-    assert result.stop_reason == "failed" and result.error.code == "state_corrupt"
-    assert "invoices" in result.error.message
+    with pytest.raises(ark.ArkError) as err:  # the session is loaded (and its lease taken) first
+        await runtime.run("go")
+    assert err.value.code == "state_corrupt" and "invoices" in err.value.message
     await store.aclose()
     assert db.read_bytes() == before
 

@@ -98,18 +98,40 @@ async def test_a_killed_owner_frees_the_session_at_once(tmp_path):
     await store.aclose()
 
 
-async def test_aclose_releases_the_lease_for_the_next_owner(tmp_path):
-    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+async def test_in_one_process_the_newest_runtime_takes_the_session_and_aclose_frees_it_for_others(tmp_path):
+    db = tmp_path / "arknb.sqlite3"
+    store = ark.SQLiteStore(db)
     first = ark.AgentRuntime(ark.ScriptedModel(["hi"]), storage=store, session_id="s1")
     await first.run("hello")
-    with pytest.raises(ark.ArkError) as err:
-        await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel([]))
-    assert err.value.code == "session_locked"
-    await first.aclose()
+    # The same process (a notebook cell run again): the newer runtime owns the session.
     second = await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel([]))
     assert second.history[-1].text == "hi"
+    # Another process is locked out until the last runtime of this one closes.
+    child_locked = await _restore_in_child(db)
+    assert "session_locked" in child_locked
+    await first.aclose()
+    assert "session_locked" in await _restore_in_child(db)  # the second runtime still holds it
     await second.aclose()
+    assert (await _restore_in_child(db)).strip() == "restored hi"
     await store.aclose()
+
+
+async def _restore_in_child(db: Path) -> str:
+    code = ("import asyncio, sys, arknb as ark\n"
+            "async def main():\n"
+            "    store = ark.SQLiteStore(sys.argv[1])\n"
+            "    try:\n"
+            "        rt = await ark.AgentRuntime.restore('s1', storage=store, model=ark.ScriptedModel([]))\n"
+            "        print('restored', rt.history[-1].text)\n"
+            "        await rt.aclose()\n"
+            "    except ark.ArkError as exc:\n"
+            "        print(exc.code)\n"
+            "    await store.aclose()\n"
+            "asyncio.run(main())\n")
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", code, str(db), stdout=asyncio.subprocess.PIPE,
+                                                env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    return out.decode()
 
 
 async def test_two_processes_on_postgres_lock_take_over_and_lose_the_lease(pg_dsn):

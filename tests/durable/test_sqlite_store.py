@@ -282,6 +282,14 @@ async def test_concurrent_saves_of_one_session_land_one_after_the_other(store):
     assert same(await store.load("race"), states[-1])
 
 
+async def test_concurrent_saves_from_one_revision_let_exactly_one_land(store):
+    states = [AgentState(session_id="race", event_sequence=n) for n in range(12)]
+    outcomes = await asyncio.gather(*(store.save(state) for state in states), return_exceptions=True)
+    assert outcomes[0] == 1  # one worker thread: the first call is the first save
+    assert all(isinstance(o, ArkError) and o.code == "state_conflict" for o in outcomes[1:])
+    assert same(await store.load("race"), states[0])
+
+
 async def test_a_failed_save_leaves_the_previous_state(store, db):
     old = AgentState(session_id="s", history=_messages("old"))
     await put(store, old)

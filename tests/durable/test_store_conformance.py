@@ -30,17 +30,7 @@ async def _close_all(stores):
             await close()
 
 
-# Until issue 10 (hardening) lands the revision compare-and-swap in the memory and file
-# stores, their stale saves still go through.
-_CAS_PENDING = pytest.mark.xfail(reason="revision CAS of MemoryStateStorage/FileStateStorage arrives with issue 10",
-                                 strict=True)
-
-
 class TestMemoryStateStorage(StoreConformance):
-    @_CAS_PENDING
-    async def test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing(self, make_store):
-        await StoreConformance.test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing(self, make_store)
-
     @pytest.fixture
     async def make_store(self):
         shared = ark.MemoryStateStorage()
@@ -51,10 +41,6 @@ class TestFileStateStorage(StoreConformance):
     def newer_layout(self, make_store):
         path = self.folder / "conf.json"
         path.write_text(path.read_text().replace('"schema_version":3', '"schema_version":99', 1))
-
-    @_CAS_PENDING
-    async def test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing(self, make_store):
-        await StoreConformance.test_a_save_based_on_a_stale_revision_is_refused_and_changes_nothing(self, make_store)
 
     @pytest.fixture
     async def make_store(self, tmp_path):

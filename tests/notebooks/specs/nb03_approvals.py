@@ -93,13 +93,15 @@ print("stop_reason:", result.stop_reason)
 print("final text: ", result.final_message.text)
 """),
     md("""
-That batch is resolved and gone, so deciding it again is refused with a clear
-error, and nothing runs twice. (While a batch is still pending, deciding one of its
-items a second time is an idempotent success reporting the first decision.)
+That batch is resolved, so deciding it again is refused with
+`approval_already_resolved`, carrying the decision that stands, and nothing runs
+twice. (While a batch is still pending, deciding one of its items a second time is
+an idempotent success reporting the first decision.) `approve` and `deny` answer ok
+only once the decision is saved.
 """),
     code("""
 again = await runtime.controller.approve(pending[0].approval_id)
-print("ok:", again.ok, "| error:", again.error.code if again.error else None)
+print("ok:", again.ok, "| error:", again.error.code if again.error else None, "| decision:", again.decision)
 print("model calls so far:", len(model.requests))
 """),
     md("""
@@ -131,13 +133,17 @@ print(tool_message.role, "|", tool_message.text)
 ## Restore after a kernel restart
 
 A pending approval is saved before the card appears. After a kernel restart your
-Python objects are gone, but the state in `STATE_DIR` is not: build a new runtime
-from it with `AgentRuntime.restore`, passing the model and tools again (they are
-code, never saved). The new runtime lists and decides the same approvals, and a
-`ChatWidget` on it shows the card again.
+Python objects are gone, but the state in `STATE_DIR` is not. A runtime built with
+the same `storage` and `session_id` continues the saved session: it loads it before
+its first run or decision, so it lists and decides the same approvals, and a
+`ChatWidget` on it shows the card again. `AgentRuntime.restore` does the same and
+fails if nothing was saved; pass the model and tools again (they are code, never
+saved). `AgentRuntime(..., fresh=True)` would discard the saved session instead.
 
 Here a second runtime stands in for the restarted kernel. (After a real restart,
-re-run the first code cell to define `TOOLS`, `STATE_DIR` and a model.)
+re-run the first code cell to define `TOOLS`, `STATE_DIR` and a model.) The newest
+runtime of a session owns it: the first one is now detached, and the chat above
+refuses to act for it.
 """),
     code("""
 result = await runtime.run("And clear /tmp/build.")
@@ -184,13 +190,19 @@ save, writes only the messages that are new: a long session saves as fast as a
 short one. It has the same `load`, `save` and `list_sessions` as `FileStateStorage`,
 and more: it is a durable store, on which every model and tool call is recorded as it
 happens (notebook 07 shows what that buys after a crash). Close it when you are done.
+
+Every save is a compare-and-swap on the state's `revision`: it lands only if the
+store still holds the revision the state was read at, so two kernels never
+overwrite each other's progress (the loser gets `state_conflict`). A state copied
+into another store is new there: it starts at revision 0.
 """),
     code("""
 sqlite_storage = ark.SQLiteStore(STATE_DIR / "sessions.sqlite3")
-revision = await sqlite_storage.save(state.model_copy(update={"revision": 0}))  # a first save there
-print("sessions:     ", await sqlite_storage.list_sessions())
-print("revision:     ", revision)
-print("same history: ", (await sqlite_storage.load(SESSION)).history == state.history)
+print("revision in the file store:  ", state.revision)
+revision = await sqlite_storage.save(state.model_copy(update={"revision": 0}))
+print("revision in the SQLite store:", revision)
+print("sessions:   ", await sqlite_storage.list_sessions())
+print("same history:", (await sqlite_storage.load(SESSION)).history == state.history)
 await sqlite_storage.aclose()
 """),
 ]
