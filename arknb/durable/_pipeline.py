@@ -34,7 +34,7 @@ current_operation: contextvars.ContextVar[str | None] = contextvars.ContextVar("
 class Handler:
     handler: RequestHandler
     idempotent: bool | Callable[[EventRequest], bool]
-    sync_executing: bool
+    sync: bool
 
     def may_run_again(self, request: EventRequest) -> bool:
         flag = self.idempotent
@@ -186,16 +186,18 @@ class InvocationPipeline:
         interceptor = self._interceptor(operation.kind)
         if interceptor is None:
             # Nothing can change the raw result: raw_saved and completed are one commit.
-            await self._write((operation.advance(OperationPhase.COMPLETED, at=self._clock()),), True)
+            done = operation.advance(OperationPhase.COMPLETED, at=self._clock())
+            await self._write((done,), self._sync_for(done))
             return
         trivial = _trivial(interceptor, operation)
         if not trivial:
-            await self._write((operation,), True)  # raw_saved: a finished sibling survives a crash of the batch
+            # raw_saved: a finished sibling survives a crash of the batch
+            await self._write((operation,), self._sync_for(operation))
         if previous is not None:
             await asyncio.wait({previous})
             if previous.cancelled() or previous.exception() is not None:
                 if trivial:
-                    await self._write((operation,), True)
+                    await self._write((operation,), self._sync_for(operation))
                 return  # an earlier response phase aborted: this one stays raw_saved
         # A trivial response phase (no hook can change the result) is run first and
         # committed with the raw result: one commit instead of two.
@@ -213,7 +215,8 @@ class InvocationPipeline:
             changes.update(effective_result=decision.result, result_source=decision.source)
         if decision.status is not None:
             changes.update(status=OperationStatus(decision.status), error=decision.error or operation.error)
-        await self._write((operation.advance(OperationPhase.COMPLETED, at=self._clock(), **changes),), True)
+        done = operation.advance(OperationPhase.COMPLETED, at=self._clock(), **changes)
+        await self._write((done,), self._sync_for(done))
 
     async def _cancelled(self, operation: Operation) -> None:
         if self._closed:
@@ -224,7 +227,7 @@ class InvocationPipeline:
         done = operation.advance(OperationPhase.COMPLETED, at=now, status=OperationStatus.FAILED,
                                  error=error.info(), attempts=close_last(operation.attempts, now, "cancelled"))
         try:
-            await asyncio.shield(self._write((done,), True))
+            await asyncio.shield(self._write((done,), self._sync_for(done)))
         except Exception:  # the record stays executing: a restore treats it as interrupted
             pass
 
@@ -249,14 +252,14 @@ class InvocationPipeline:
                 # No attempt was under way (a person approved a rerun), or the handler is
                 # idempotent (or side-effect free): a new attempt with the same key; an
                 # interrupted one stays on record, marked incomplete.
-                operation = operation.model_copy(update={
+                operation = operation.copy_with({
                     "updated_at": now,
                     "attempts": close_last(operation.attempts, now, "interrupted", complete=False)
                     + (Attempt(number=len(operation.attempts) + 1, started_at=now),)})
                 await self._write((operation,), self._sync_for(operation))
                 return self._spawn(operation, previous, gate)
-            operation = operation.model_copy(update={"status": OperationStatus.INDETERMINATE, "updated_at": now})
-            await self._write((operation,), True)
+            operation = operation.copy_with({"status": OperationStatus.INDETERMINATE, "updated_at": now})
+            await self._write((operation,), self._sync_for(operation))
             self._waiters.signal(operation.operation_id)
             return previous
         # raw_saved / response_hooks: the handler is never run again.
@@ -270,7 +273,8 @@ class InvocationPipeline:
             await asyncio.wait({previous})
         interceptor = self._interceptor(operation.kind)
         if interceptor is None or operation.hooks_done("response"):
-            await self._write((operation.advance(OperationPhase.COMPLETED, at=self._clock()),), True)
+            done = operation.advance(OperationPhase.COMPLETED, at=self._clock())
+            await self._write((done,), self._sync_for(done))
             return
         await self._finish_response(operation, interceptor)
 
@@ -293,7 +297,7 @@ class InvocationPipeline:
 
     def _sync_for(self, operation: Operation) -> bool:
         spec = self._handlers.get((operation.kind, operation.schema_version))
-        return spec is None or spec.sync_executing or operation.phase is not OperationPhase.EXECUTING
+        return spec is None or spec.sync
 
     def _request_of(self, operation: Operation) -> EventRequest:
         return EventRequest(operation.kind, operation.schema_version, operation.effective_input,

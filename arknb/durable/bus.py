@@ -85,16 +85,17 @@ class InvocationBus(InvocationPipeline):
 
     def register_handler(self, event_type: str, schema_version: int, handler: RequestHandler, *,
                          idempotent: bool | Callable[[EventRequest], bool] = False,
-                         sync_executing: bool = True) -> None:
+                         sync: bool = True) -> None:
         """Make ``handler`` the one executor of ``(event_type, schema_version)``.
 
         Args:
             idempotent: may the handler run again when a crash left its execution
                 unfinished (a bool, or a function of the request)? If not, such a call
                 becomes an in-doubt item.
-            sync_executing: wait for the disk when committing ``executing``. A handler
-                with no side effects (a model call) can pass False: a lost record only
-                costs a repeated call.
+            sync: wait for the disk on every commit of these operations. A handler with
+                no side effects (a model call) can pass False: each commit then survives
+                the process being killed, and reaches the disk with the next synced commit
+                (WAL order); a power cut before that loses it, which costs a repeated call.
 
         Raises:
             ArkError: ``request_handler_duplicate`` for a second handler of the same key;
@@ -112,7 +113,7 @@ class InvocationBus(InvocationPipeline):
         if key in self._handlers:
             raise ArkError(ErrorLayer.CONFIG, ErrorCode.REQUEST_HANDLER_DUPLICATE,
                            f"a handler for {event_type!r} schema version {schema_version} is already registered")
-        self._handlers[key] = Handler(handler, idempotent, sync_executing)
+        self._handlers[key] = Handler(handler, idempotent, sync)
 
     def set_interceptor(self, interceptor: Interceptor, *, event_type: str | None = None) -> None:
         """Intercept requests (of one type, or of every type without its own interceptor)."""
@@ -229,7 +230,7 @@ class InvocationBus(InvocationPipeline):
         attempts = close_last(operation.attempts, now, "rerun approved", complete=False)
         if start:
             attempts += (Attempt(number=len(attempts) + 1, started_at=now),)
-        operation = operation.model_copy(update={"status": None, "updated_at": now, "attempts": attempts})
+        operation = operation.copy_with({"status": None, "updated_at": now, "attempts": attempts})
         await self._write((operation,), True)
         if start:
             self._spawn(operation, None)

@@ -8,9 +8,11 @@ in the same transactions: the outbox.
 
 Commit points per turn (DESIGN §13), and which wait for the disk:
 
-- model call ``executing``: not synced (a lost record costs a repeated model call);
-- model call ``raw_saved``+``completed``: synced, one commit when no ``after_model_call``
-  hook is registered (the response phase is then bookkeeping only);
+- model call ``executing``, and its ``raw_saved``+``completed`` (one commit when no
+  ``after_model_call`` hook is registered: the response phase is then bookkeeping only):
+  not synced. A model call has no side effects, so a record a power cut loses costs a
+  repeated call, as the recovery table says; a killed process loses nothing, and the
+  next synced commit (the tool batch's) carries them to the disk;
 - the tool batch's ``executing`` rows: one synced commit before any tool runs;
 - each tool's ``raw_saved``+``completed``: synced as the tool returns;
 - the state saves after model text and after a tool batch: deferred to the next commit,
@@ -45,6 +47,11 @@ from .store import DEFAULT_LEASE_TTL, Commit, Lease, new_owner_id
 __all__ = ["DurableInvocations", "MODEL_CALL", "TOOL_CALL"]
 
 _log = logging.getLogger("arknb.durable")
+
+# The records of phases in which every hook proceeded (immutable: one instance each).
+_BEFORE_MODEL_PROCEED = HookRecord(slot="before_model_call", action="proceed")
+_AFTER_MODEL_PROCEED = HookRecord(slot="after_model_call", action="proceed")
+_BEFORE_TOOL_PROCEED = HookRecord(slot="before_tool_call", action="proceed")
 
 MODEL_CALL = "model_call"
 TOOL_CALL = "tool_call"
@@ -107,9 +114,14 @@ class DurableInvocations:
         self._stored: int | None = None           # the stored revision, as far as this seam knows
         self._model_calls: dict[str, Any] = {}
         self._tool_calls: dict[str, tuple[Any, ToolCall]] = {}
+        # What handlers and response phases of this process produced, by purpose key, so
+        # the next phase takes the objects instead of decoding the JSON just committed.
+        self._raw: dict[str, tuple] = {}
+        self._outcomes: dict[str, Any] = {}
+        self._results: dict[str, ToolResult] = {}
         self.bus = InvocationBus(store, session_id=self.session_id, commit=self._commit_operations,
                                  clock=scope.clock)
-        self.bus.register_handler(MODEL_CALL, 1, self._run_model, idempotent=True, sync_executing=False)
+        self.bus.register_handler(MODEL_CALL, 1, self._run_model, idempotent=True, sync=False)
         self.bus.register_handler(TOOL_CALL, 1, self._run_tool,
                                   idempotent=lambda request: scope.is_idempotent(request.payload.get("name", "")))
         self.bus.set_interceptor(_ModelInterceptor(self), event_type=MODEL_CALL)
@@ -256,14 +268,15 @@ class DurableInvocations:
                                                            purpose))
         finally:
             self._model_calls.pop(purpose, None)
+            self._raw.pop(purpose, None)
         if response.status != OperationStatus.SUCCEEDED:
+            self._outcomes.pop(purpose, None)
             _raise_cancel(call.ctx)
             raise _error_of(response)
-        result = response.result
-        outcome = _outcome(result)
-        if not call.ran_after:  # committed by a process before this one: nothing runs again
-            return call.reuse(outcome, result.get("raw_text", ""), result.get("raw_reasoning", ""))
-        return outcome
+        if call.ran_after:  # this process ran the response phase: its outcome, not a decoded copy
+            return self._outcomes.pop(purpose)
+        result = response.result  # committed by a process before this one: nothing runs again
+        return call.reuse(_outcome(result), result.get("raw_text", ""), result.get("raw_reasoning", ""))
 
     async def _run_model(self, request: EventRequest) -> dict:
         call = self._model_calls[request.purpose_key]
@@ -277,6 +290,7 @@ class DurableInvocations:
             response, raw_text, raw_reasoning = await call.execute(model_request)
         finally:
             remove()
+        self._raw[request.purpose_key] = (response, raw_text, raw_reasoning)  # the response phase reads these
         return _response_json(response, raw_text, raw_reasoning)
 
     # -- tool calls ------------------------------------------------------------------------------
@@ -306,15 +320,19 @@ class DurableInvocations:
                 _raise_cancel(batch.ctx)
                 results[call.id] = ToolResult.from_error(_error_of(response))
                 continue
-            results[call.id] = ToolResult.model_validate(response.result)
+            live = self._results.pop(purpose_key_for_tool(batch.run_id, call.id), None)
+            results[call.id] = live if live is not None else ToolResult.model_validate(response.result)
+        for request in requests:
+            self._results.pop(request.purpose_key, None)
         if doubts:
             raise CallsInDoubt(doubts, results)
         return [results[call.id] for call in batch.calls]
 
     async def _run_tool(self, request: EventRequest) -> dict:
         batch, call = self._tool_calls[request.purpose_key]
-        effective = ToolCall.model_validate(request.payload)
-        result = await batch.execute_one(effective if effective != call else call)
+        effective = call if request.payload == call.model_dump(mode="json") else ToolCall.model_validate(request.payload)
+        result = await batch.execute_one(effective)
+        self._results[request.purpose_key] = result
         return result.model_dump(mode="json")
 
     async def classify_unanswered(self, run_id: str, calls: list[ToolCall]) -> tuple[list, list, list]:
@@ -331,7 +349,7 @@ class DurableInvocations:
                 started = bool(operation.attempts) and operation.attempts[-1].ended_at is None
                 if operation.in_doubt or (started and not self.scope.is_idempotent(call.name)):
                     if not operation.in_doubt:
-                        operation = operation.model_copy(update={"status": OperationStatus.INDETERMINATE,
+                        operation = operation.copy_with({"status": OperationStatus.INDETERMINATE,
                                                                  "updated_at": self.scope.clock()})
                         await self._commit(operations=(operation,))
                     in_doubt.append(InDoubtCall(ToolCall.model_validate(operation.effective_input),
@@ -377,7 +395,7 @@ class _ModelInterceptor:
             payload["request"] = model_request.model_dump(mode="json")  # kept only when a hook rewrote it
             action = "rewrite"
         else:
-            return Interception(records=(HookRecord(slot="before_model_call", action="proceed"),))
+            return Interception(records=(_BEFORE_MODEL_PROCEED,))
         return Interception(records=(HookRecord(slot="before_model_call", action=action, hook=call.hook),),
                             payload=payload, source=call.hook)
 
@@ -386,18 +404,24 @@ class _ModelInterceptor:
         return call is not None and not call.has_response_hooks
 
     async def after(self, request: EventRequest, result: Any, operation: Operation) -> Interception:
-        call = self._seam._model_calls[request.purpose_key]
+        seam = self._seam
+        call = seam._model_calls[request.purpose_key]
         call.hook = None
-        response = ModelResponse.model_validate(result["response"])
-        outcome = await call.after(response, result.get("raw_text", ""), result.get("raw_reasoning", ""))
+        live = seam._raw.pop(request.purpose_key, None)
+        if live is not None:  # executed in this process: the objects themselves, not their JSON
+            response, raw_text, raw_reasoning = live
+        else:
+            response = ModelResponse.model_validate(result["response"])
+            raw_text, raw_reasoning = result.get("raw_text", ""), result.get("raw_reasoning", "")
+        outcome = await call.after(response, raw_text, raw_reasoning)
         call.ran_after = True
-        action = "retry" if outcome.retry else ("rewrite" if call.hook is not None else "proceed")
-        record = HookRecord(slot="after_model_call", action=action, hook=call.hook)
+        seam._outcomes[request.purpose_key] = outcome
         if outcome.retry or outcome.response is not response:
-            return Interception(records=(record,), source=call.hook,
-                                result={**_response_json(outcome.response, result.get("raw_text", ""),
-                                                         result.get("raw_reasoning", "")), "retry": outcome.retry})
-        return Interception(records=(record,))
+            action = "retry" if outcome.retry else "rewrite"
+            return Interception(records=(HookRecord(slot="after_model_call", action=action, hook=call.hook),),
+                                source=call.hook, result={**_response_json(outcome.response, raw_text, raw_reasoning),
+                                                          "retry": outcome.retry})
+        return Interception(records=(_AFTER_MODEL_PROCEED,))
 
 
 class _ToolInterceptor:
@@ -411,7 +435,7 @@ class _ToolInterceptor:
         _, call = self._seam._tool_calls[request.purpose_key]
         effective = call.model_dump(mode="json")
         if effective == request.payload:
-            return Interception(records=(HookRecord(slot="before_tool_call", action="proceed"),))
+            return Interception(records=(_BEFORE_TOOL_PROCEED,))
         return Interception(records=(HookRecord(slot="before_tool_call", action="rewrite", hook="before_tool_call"),),
                             payload=effective, source="before_tool_call")
 

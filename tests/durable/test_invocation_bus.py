@@ -435,3 +435,13 @@ async def test_a_person_settles_or_reruns_an_in_doubt_operation():
     assert rerun.ok and len(calls2) == 1 and calls2[0].idempotency_key == "s1:p1"
     op2 = await store2.get_operation(ref2.operation_id)
     assert [(a.complete, a.outcome) for a in op2.attempts] == [(False, "rerun approved"), (True, "ok")]
+
+
+def test_an_operations_fast_copy_equals_pydantics():
+    from arknb.durable import Attempt, Operation
+
+    op = Operation(operation_id="op_1", session_id="s", run_id="r", kind="k", purpose_key="p", request_event_id="q")
+    changes = {"phase": OperationPhase.EXECUTING, "updated_at": 2.0, "attempts": (Attempt(number=1, started_at=2.0),)}
+    fast, slow = op.copy_with(changes), op.model_copy(update=changes)
+    assert fast == slow and fast.model_fields_set == slow.model_fields_set and fast.to_json() == slow.to_json()
+    assert op.phase is OperationPhase.PREPARED  # the original is untouched
