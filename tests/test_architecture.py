@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval"},
     "eval": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
     "durable": {"domain", "events", "state"},
+    "scan_secrets": {"state"},
 }
 
 

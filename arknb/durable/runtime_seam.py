@@ -199,6 +199,7 @@ class DurableInvocations:
         await self._ensure_open()
         if state is None and self._pending is not None:
             state, base = self._pending, self._stored  # a held-back save rides along
+        operations = tuple(self._redacted(op) for op in operations)
         events, self._events = tuple(self._events), []
         try:
             revision = await self.store.commit(Commit(session_id=self.session_id, state=state, operations=operations,
@@ -215,6 +216,19 @@ class DurableInvocations:
         if state is not None:
             self._stored, self._pending = revision, None
         return revision
+
+    def _redacted(self, operation: Operation) -> Operation:
+        """``operation`` without the secrets the runtime knows (DESIGN §9: a key never
+        reaches a store): its inputs and results are what tools and models returned."""
+        redact, where = self.scope.redact, f"operation {operation.purpose_key}"
+        changes = {}
+        for field in ("raw_input", "effective_input", "raw_result", "effective_result"):
+            value = getattr(operation, field)
+            if value is not None:
+                clean = redact(value, where)
+                if clean is not value:
+                    changes[field] = clean
+        return operation.copy_with(changes) if changes else operation
 
     async def _commit_operations(self, operations: tuple[Operation, ...], sync: bool) -> None:
         await self._commit(operations=operations, sync=sync)

@@ -46,6 +46,7 @@ class SessionScope:
     clock: Callable[[], float]
     storage: Any
     is_idempotent: Callable[[str], bool]   # tool name -> declared @tool(idempotent=True)
+    redact: Callable[[Any, str], Any] = lambda value, where: value  # (value, where) -> value without secrets
 
 
 class DirectInvocations:

@@ -18,11 +18,11 @@ from .file_storage import FileStateStorage
 from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_location, validate_session_id
 
 # security
-from .secrets import SecretLint
+from .secrets import REDACTED, Redaction, SecretLint, redact_value
 
 __all__ = [
-    "MIGRATIONS", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION", "AgentState", "ApprovalDecision",
+    "MIGRATIONS", "REDACTED", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION", "AgentState", "ApprovalDecision",
     "ApprovalDecisionResult", "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
-    "PendingApprovalItem", "ResolvedApproval", "SecretLint", "StateStorage", "migrate", "state_conflict",
-    "storage_location", "validate_session_id",
+    "PendingApprovalItem", "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "migrate",
+    "redact_value", "state_conflict", "storage_location", "validate_session_id",
 ]
