@@ -13,7 +13,8 @@ import contextlib
 import time
 from typing import Any, Callable, TypeVar
 
-from arknb.domain import ArkError, ErrorCode, invalid_argument
+from arknb.domain import ArkError, ErrorCode, ErrorLayer, invalid_argument
+from arknb.domain.threads import WorkerThreads
 from arknb.events import AgentEvent
 from arknb.state import AgentState, validate_session_id
 
@@ -33,8 +34,41 @@ class RowStore:
     _where: str
     _written: dict[str, _sql.Written]
 
-    async def _call(self, code: ErrorCode, action: str, work: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    _worker: WorkerThreads   # the one thread that owns the connection
+    _closed: bool
+
+    def _guarded(self, code: ErrorCode, action: str, work: Callable[..., _T], args: tuple, kwargs: dict) -> _T:
+        """Run ``work`` in the worker thread, turning the database's errors into ``ArkError``."""
         raise NotImplementedError
+
+    def _shutdown(self) -> None:
+        """Close the connection (in the worker thread, after the queued calls)."""
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` or :meth:`aclose`; a closed store refuses every call."""
+        return self._closed
+
+    def close(self) -> None:
+        """Wait for queued calls, close the connection and stop the worker thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._worker.stop(self._shutdown, wait=True)
+
+    async def aclose(self) -> None:
+        """:meth:`close` without blocking the event loop."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._worker.run(self._shutdown)
+        self._worker.stop()
+
+    async def _call(self, code: ErrorCode, action: str, work: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        if self._closed:
+            raise ArkError(ErrorLayer.STORAGE, code, f"{action}: {self!r} is closed; open a new store to go on")
+        return await self._worker.run(self._guarded, code, action, work, args, kwargs)
 
     def _read(self, work: Callable[..., _T], *args: Any) -> _T | None:
         raise NotImplementedError

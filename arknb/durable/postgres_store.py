@@ -111,35 +111,10 @@ class PostgresStore(RowStore):
         """Where the sessions live: two stores on one database share them."""
         return ("postgres", self._where) if self._pool is None else ("postgres-pool", str(id(self._pool)))
 
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`aclose`."""
-        return self._closed
-
-    def close(self) -> None:
-        """Wait for queued calls, close the connection and stop the worker thread."""
-        if self._closed:
-            return
-        self._closed = True
-        self._worker.stop(self._drop_connection, wait=True)
-
-    async def aclose(self) -> None:
-        """:meth:`close` without blocking the event loop."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._worker.run(self._drop_connection)
-        self._worker.stop()
-
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r}{', closed' if self._closed else ''})"
 
     # -- the worker thread -------------------------------------------------------------
-
-    async def _call(self, code: ErrorCode, action: str, work: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        if self._closed:
-            raise ArkError(ErrorLayer.STORAGE, code, f"{action}: {self!r} is closed; open a new store to go on")
-        return await self._worker.run(self._guarded, code, action, work, args, kwargs)
 
     def _guarded(self, code: ErrorCode, action: str, work: Callable[..., _T], args: tuple, kwargs: dict) -> _T:
         import psycopg  # noqa: PLC0415
@@ -156,7 +131,7 @@ class PostgresStore(RowStore):
             raise ArkError(ErrorLayer.STORAGE, code, f"{action}: the database server's disk is full ({exc}); "
                            "nothing of this commit was written", Retryability.CONDITIONAL) from exc
         except psycopg.OperationalError as exc:
-            self._drop_connection()  # the next call connects again
+            self._shutdown()  # the next call connects again
             raise ArkError(ErrorLayer.STORAGE, code,
                            f"{action}: the connection to {self._where} failed ({str(exc).strip()}); nothing of "
                            "this transaction was written, the next call reconnects", Retryability.CONDITIONAL) from exc
@@ -233,7 +208,7 @@ class PostgresStore(RowStore):
         self._written[commit.session_id] = written
         return written.revision
 
-    def _drop_connection(self) -> None:
+    def _shutdown(self) -> None:
         self._written.clear()
         if self._conn is not None:
             with contextlib.suppress(Exception):

@@ -85,38 +85,10 @@ class SQLiteStore(RowStore):
         """The resolved database file: two stores on one file share their sessions."""
         return ("sqlite", os.path.realpath(self._path))
 
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close` or :meth:`aclose`."""
-        return self._closed
-
-    # -- closing -----------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Wait for queued calls, close the connection and stop the worker thread."""
-        if self._closed:
-            return
-        self._closed = True
-        self._worker.stop(self._close_connection, wait=True)
-
-    async def aclose(self) -> None:
-        """:meth:`close` without blocking the event loop."""
-        if self._closed:
-            return
-        self._closed = True
-        await self._worker.run(self._close_connection)
-        self._worker.stop()
-
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self._path)!r}{', closed' if self._closed else ''})"
 
     # -- running in the worker thread ------------------------------------------------
-
-    async def _call(self, code: ErrorCode, action: str, work: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        if self._closed:
-            raise ArkError(ErrorLayer.STORAGE, code,
-                           f"{action}: {self!r} is closed; open a new store on the file to go on")
-        return await self._worker.run(self._guarded, code, action, work, args, kwargs)
 
     def _guarded(self, code: ErrorCode, action: str, work: Callable[..., _T], args: tuple, kwargs: dict) -> _T:
         try:
@@ -204,7 +176,7 @@ class SQLiteStore(RowStore):
             set_synchronous(conn, full)
             self._full = full
 
-    def _close_connection(self) -> None:
+    def _shutdown(self) -> None:
         self._written.clear()
         if self._conn is not None:
             self._conn.close()
