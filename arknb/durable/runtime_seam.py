@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import weakref
 from typing import Any
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, ToolCall, ToolResult
@@ -95,6 +96,18 @@ def _let_go(key: tuple[Any, str]) -> bool:
     return True
 
 
+async def _renew(ref: weakref.ref, ttl: float) -> None:
+    """Renew a seam's lease every third of its life while the seam exists. The task holds
+    the seam weakly: a runtime nobody closed and nobody holds is collected, and its
+    lease then simply expires (or is freed at once when this process ends)."""
+    while True:
+        await asyncio.sleep(ttl / 3)
+        seam = ref()
+        if seam is None or not await seam._renew_once():
+            return
+        del seam
+
+
 class DurableInvocations:
     """The seam of one runtime on one durable store (see :mod:`arknb.runtime._invocation`)."""
 
@@ -146,7 +159,8 @@ class DurableInvocations:
             self.bus.lease = self.lease
             self.lost = None
             if self._renewer is None:
-                self._renewer = asyncio.get_running_loop().create_task(self._renew(), name="arknb-lease")
+                self._renewer = asyncio.get_running_loop().create_task(_renew(weakref.ref(self), self.lease_ttl),
+                                                                       name="arknb-lease")
 
     async def _ensure_open(self) -> None:
         if self.lost is not None:
@@ -154,20 +168,20 @@ class DurableInvocations:
         if self.lease is None:
             await self.open()
 
-    async def _renew(self) -> None:
-        while True:
-            await asyncio.sleep(self.lease_ttl / 3)
-            lease = self.lease
-            if lease is None:
-                continue
-            try:
-                self.lease = await self.store.renew_lease(lease, ttl=self.lease_ttl)
-                self.bus.lease = self.lease
-            except ArkError as exc:
-                if exc.code == ErrorCode.LEASE_LOST:
-                    self.lost = exc
-                    return
-                _log.warning("could not renew the lease of %s: %s", self.session_id, exc)
+    async def _renew_once(self) -> bool:
+        """Extend the lease; False once it is lost (the renewing stops)."""
+        lease = self.lease
+        if lease is None:
+            return True
+        try:
+            self.lease = await self.store.renew_lease(lease, ttl=self.lease_ttl)
+            self.bus.lease = self.lease
+        except ArkError as exc:
+            if exc.code == ErrorCode.LEASE_LOST:
+                self.lost = exc
+                return False
+            _log.warning("could not renew the lease of %s: %s", self.session_id, exc)
+        return True
 
     async def aclose(self) -> None:
         """Release the lease (when no other runtime of this process uses it) and stop the

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import arknb as ark
+from arknb.durable import MemoryStore
 
 CHILD = Path(__file__).with_name("_lease_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,3 +137,29 @@ async def _restore_in_child(db: Path) -> str:
 
 async def test_two_processes_on_postgres_lock_take_over_and_lose_the_lease(pg_dsn):
     await check_leases("postgres", pg_dsn, lambda: ark.PostgresStore(pg_dsn))
+
+
+class RenewCounting(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__(lease_ttl=0.15)
+        self.renewed = asyncio.Event()
+
+    async def renew_lease(self, lease, *, ttl):
+        renewed = await super().renew_lease(lease, ttl=ttl)
+        self.renewed.set()
+        return renewed
+
+
+async def test_an_open_runtime_renews_its_lease_and_a_dropped_one_stops_renewing():
+    import gc
+
+    store = RenewCounting()
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]), storage=store, session_id="s1")
+    await runtime.run("hello")
+    before = runtime._invocations.lease.expires_at
+    await asyncio.wait_for(store.renewed.wait(), 10)
+    assert runtime._invocations.lease.expires_at > before
+    renewer = runtime._invocations._renewer
+    del runtime
+    gc.collect()
+    await asyncio.wait_for(renewer, 10)  # the task ends by itself once the runtime is gone
