@@ -206,7 +206,7 @@ class AgentRuntime:
     def _make_invocations(self):
         """The invocation seam: the storage's own (a durable store) or the direct one."""
         scope = SessionScope(session_id=self.session_id, bus=self.bus, clock=self._clock, storage=self.storage,
-                             is_idempotent=self.tools.is_idempotent, redact=self._redactor.value)
+                             is_idempotent=self.tools.is_idempotent, redact=self._redactor.known)
         factory = getattr(self.storage, "invocations_for", None)
         return factory(scope) if callable(factory) else DirectInvocations(scope)
 
