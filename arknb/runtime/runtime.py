@@ -163,6 +163,9 @@ class AgentRuntime:
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
         self.bus = event_bus if event_bus is not None else EventBus()
+        # A slow async listener's dropped deliveries are announced (it never slows the run).
+        self.bus.on_dropped = lambda name, count: self._emit(EventTypes.BUS_DROPPED, {
+            "listener": name, "dropped": count, "total": self.bus.dropped_by.get(name, count)})
         self.controller = AgentController(self.bus)
         self.controller.bind_approval_host(self)
         self.hooks = HookRegistry(hooks)
