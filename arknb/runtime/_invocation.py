@@ -31,10 +31,11 @@ from ..state import AgentState, PendingApprovalItem
 
 if TYPE_CHECKING:
     from ..events import EventBus
+    from .runtime import AgentRuntime
     from ._model_call import ModelCall
     from ._tool_batch import ToolBatch
 
-__all__ = ["CallsInDoubt", "DirectInvocations", "InDoubtCall", "ModelOutcome", "SessionScope"]
+__all__ = ["CallsInDoubt", "DirectInvocations", "InDoubtCall", "ModelOutcome", "SessionScope", "make_invocations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +92,11 @@ class DirectInvocations:
 
     async def aclose(self) -> None:
         return None
+
+
+def make_invocations(rt: AgentRuntime):
+    """The runtime's seam: its storage's own (a durable store) or :class:`DirectInvocations`."""
+    scope = SessionScope(session_id=rt.session_id, bus=rt.bus, clock=rt._clock, storage=rt.storage,
+                         is_idempotent=rt.tools.is_idempotent, redact=rt._redactor.known)
+    factory = getattr(rt.storage, "invocations_for", None)
+    return factory(scope) if callable(factory) else DirectInvocations(scope)

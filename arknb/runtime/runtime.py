@@ -34,7 +34,7 @@ from ._approvals import apply_decision
 from ._in_doubt import IN_DOUBT, apply_in_doubt_decision, interrupted, pause_interrupted_run
 from ._channel import EventChannel
 from ._context import RunContext
-from ._invocation import DirectInvocations, SessionScope
+from ._invocation import make_invocations
 from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
@@ -196,7 +196,7 @@ class AgentRuntime:
         self._detached: str | None = None
         self._detached_message = ""
         self._takeover = False  # restore(..., takeover=True): take the lease from a live owner
-        self._invocations = self._make_invocations()
+        self._invocations = make_invocations(self)
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
         previous = claim(self)
@@ -205,13 +205,6 @@ class AgentRuntime:
             self._predecessor = detach(previous, "replaced", (
                 f"a newer AgentRuntime took session {self.session_id!r} on {self.storage!r}; this one no longer "
                 "runs or decides anything: use the newer runtime"))
-
-    def _make_invocations(self):
-        """The invocation seam: the storage's own (a durable store) or the direct one."""
-        scope = SessionScope(session_id=self.session_id, bus=self.bus, clock=self._clock, storage=self.storage,
-                             is_idempotent=self.tools.is_idempotent, redact=self._redactor.known)
-        factory = getattr(self.storage, "invocations_for", None)
-        return factory(scope) if callable(factory) else DirectInvocations(scope)
 
     # -- construction from storage --------------------------------------------------
 
