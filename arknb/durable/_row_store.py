@@ -120,7 +120,8 @@ class RowStore:
                          self._write_txn, _sql.mark_session, session_id, time.time())
 
     async def delete(self, session_id: str) -> None:
-        """Remove the session: state, operations, outbox and lease (no error if unknown)."""
+        """Remove the session: state, operations and outbox (no error if unknown). Its lease
+        stays: deleting the data (``fresh=True``) does not end its owner's ownership."""
         validate_session_id(session_id)
         self._written.pop(session_id, None)
         await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not delete session {session_id!r}",

@@ -219,7 +219,8 @@ def mark_session(conn: Any, d: Dialect, session_id: str, now: float) -> None:
 
 
 def delete_session(conn: Any, d: Dialect, session_id: str) -> None:
-    for table in ("messages", "usages", "operations", "outbox", "leases", "sessions"):
+    # The lease stays: deleting a session's data (fresh=True) does not end its owner's ownership.
+    for table in ("messages", "usages", "operations", "outbox", "sessions"):
         conn.execute(d.q(f"DELETE FROM {table} WHERE session_id = ?"), (session_id,))
 
 

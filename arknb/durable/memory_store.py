@@ -73,7 +73,7 @@ class MemoryStore:
         self._not_resumable.add(session_id)
 
     async def delete(self, session_id: str) -> None:
-        """Forget the session: state, operations, outbox and lease."""
+        """Forget the session: state, operations and outbox (its lease, who owns it, stays)."""
         validate_session_id(session_id)
         self._states.pop(session_id, None)
         self._not_resumable.discard(session_id)
@@ -81,7 +81,6 @@ class MemoryStore:
             self._operations.pop(operation_id, None)
         self._by_purpose = {k: v for k, v in self._by_purpose.items() if k[0] != session_id}
         self._events.pop(session_id, None)
-        self._leases.pop(session_id, None)
 
     async def list_sessions(self) -> list[str]:
         """The saved or marked session ids, sorted."""

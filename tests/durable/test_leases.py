@@ -163,3 +163,17 @@ async def test_an_open_runtime_renews_its_lease_and_a_dropped_one_stops_renewing
     del runtime
     gc.collect()
     await asyncio.wait_for(renewer, 10)  # the task ends by itself once the runtime is gone
+
+
+async def test_fresh_true_on_a_durable_store_starts_over_and_keeps_owning_the_session(tmp_path):
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    first = ark.AgentRuntime(ark.ScriptedModel(["one"]), storage=store, session_id="s1")
+    await first.run("hi")
+    await first.aclose()
+    again = ark.AgentRuntime(ark.ScriptedModel(["two"]), storage=store, session_id="s1", fresh=True)
+    result = await again.run("again")
+    assert result.stop_reason == "completed", result.error
+    assert [m.text for m in (await store.load("s1")).history] == ["again", "two"]
+    assert [op.run_id for op in await store.list_operations("s1")] == [result.run_id]  # the old run's are gone
+    await again.aclose()
+    await store.aclose()
