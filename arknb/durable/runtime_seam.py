@@ -132,11 +132,12 @@ class DurableInvocations:
         self._raw: dict[str, tuple] = {}
         self._outcomes: dict[str, Any] = {}
         self._results: dict[str, ToolResult] = {}
+        self._call_turns: dict[tuple[str, str], int] = {}  # (run, call id) -> the turn that used it first
         self.bus = InvocationBus(store, session_id=self.session_id, commit=self._commit_operations,
                                  clock=scope.clock)
         self.bus.register_handler(MODEL_CALL, 1, self._run_model, idempotent=True, sync=False)
         self.bus.register_handler(TOOL_CALL, 1, self._run_tool,
-                                  idempotent=lambda request: scope.is_idempotent(request.payload.get("name", "")))
+                                  idempotent=lambda request: scope.is_idempotent(_call_of(request.payload).name))
         self.bus.set_interceptor(_ModelInterceptor(self), event_type=MODEL_CALL)
         self.bus.set_interceptor(_ToolInterceptor(self), event_type=TOOL_CALL)
         self.bus.freeze()
@@ -326,11 +327,14 @@ class DurableInvocations:
     async def run_tools(self, batch: Any) -> list[ToolResult]:
         self._run_started(batch.run_id, batch.ctx.continued)
         requests = []
+        purposes = {}
         for call in batch.calls:
-            purpose = purpose_key_for_tool(batch.run_id, call.id)
+            purpose = purposes[call.id] = await self._tool_purpose(batch.run_id, call.id, batch.turn,
+                                                                   batch.ctx.continued)
             self._tool_calls[purpose] = (batch, call)
             original = batch.original(call)
-            requests.append(EventRequest(TOOL_CALL, 1, original.model_dump(mode="json"), purpose))
+            requests.append(EventRequest(TOOL_CALL, 1, {"call": original.model_dump(mode="json"), "turn": batch.turn},
+                                         purpose))
         try:
             responses = await self.bus.request_many(requests)
         finally:
@@ -348,7 +352,7 @@ class DurableInvocations:
                 _raise_cancel(batch.ctx)
                 results[call.id] = ToolResult.from_error(_error_of(response))
                 continue
-            live = self._results.pop(purpose_key_for_tool(batch.run_id, call.id), None)
+            live = self._results.pop(purposes[call.id], None)
             results[call.id] = live if live is not None else ToolResult.model_validate(response.result)
         for request in requests:
             self._results.pop(request.purpose_key, None)
@@ -356,20 +360,38 @@ class DurableInvocations:
             raise CallsInDoubt(doubts, results)
         return [results[call.id] for call in batch.calls]
 
+    async def _tool_purpose(self, run_id: str, call_id: str, turn: int, continued: bool) -> str:
+        """The purpose key of a tool call: ``{run_id}:{call_id}`` (DESIGN §13), and, for a
+        model that reuses a call id in a later turn of the same run, ``...:{call_id}.t{turn}``
+        (else the later call would find the earlier one's result and never run)."""
+        base = purpose_key_for_tool(run_id, call_id)
+        key = (run_id, call_id)
+        first = self._call_turns.get(key)
+        if first is None:
+            if continued:  # an earlier process may have used this id in an earlier turn of the run
+                operation = await self.store.find_operation(self.session_id, base)
+                first = _turn_of(operation) if operation is not None else None
+            first = turn if first is None else first
+            self._call_turns[key] = first
+        return base if first == turn else f"{base}.t{turn}"
+
     async def _run_tool(self, request: EventRequest) -> dict:
         batch, call = self._tool_calls[request.purpose_key]
-        effective = call if request.payload == call.model_dump(mode="json") else ToolCall.model_validate(request.payload)
-        result = await batch.execute_one(effective)
+        payload = request.payload["call"]
+        effective = call if payload == call.model_dump(mode="json") else ToolCall.model_validate(payload)
+        result = await batch.execute_one(effective, idempotency_key=request.idempotency_key)
         self._results[request.purpose_key] = result
         return result.model_dump(mode="json")
 
-    async def classify_unanswered(self, run_id: str, calls: list[ToolCall]) -> tuple[list, list, list]:
-        """After a crash: which unanswered calls are in doubt, which have operations to
-        continue (reuse a result, run again idempotently, or run an approved call that
-        never started), and which were never planned."""
+    async def classify_unanswered(self, run_id: str, calls: list[ToolCall], turn: int
+                                  ) -> tuple[list, list, list]:
+        """After a crash: which unanswered calls (of ``turn``) are in doubt, which have
+        operations to continue (reuse a result, run again idempotently, or run an approved
+        call that never started), and which were never planned."""
         in_doubt, runnable, unplanned = [], [], []
         for call in calls:
-            operation = await self.store.find_operation(self.session_id, purpose_key_for_tool(run_id, call.id))
+            purpose = await self._tool_purpose(run_id, call.id, turn, True)
+            operation = await self.store.find_operation(self.session_id, purpose)
             if operation is None:
                 unplanned.append(call)
                 continue
@@ -380,11 +402,11 @@ class DurableInvocations:
                         operation = operation.copy_with({"status": OperationStatus.INDETERMINATE,
                                                                  "updated_at": self.scope.clock()})
                         await self._commit(operations=(operation,))
-                    in_doubt.append(InDoubtCall(ToolCall.model_validate(operation.effective_input),
+                    in_doubt.append(InDoubtCall(_call_of(operation.effective_input),
                                                 operation.operation_id, operation.started_at,
                                                 len(operation.attempts)))
                     continue
-            runnable.append(ToolCall.model_validate(operation.effective_input))
+            runnable.append(_call_of(operation.effective_input))
         return in_doubt, runnable, unplanned
 
     async def record_in_doubt_decision(self, item: Any, resolution: str, text: str | None) -> None:
@@ -462,10 +484,10 @@ class _ToolInterceptor:
     async def before(self, request: EventRequest, operation: Operation) -> Interception:
         _, call = self._seam._tool_calls[request.purpose_key]
         effective = call.model_dump(mode="json")
-        if effective == request.payload:
+        if effective == request.payload["call"]:
             return Interception(records=(_BEFORE_TOOL_PROCEED,))
         return Interception(records=(HookRecord(slot="before_tool_call", action="rewrite", hook="before_tool_call"),),
-                            payload=effective, source="before_tool_call")
+                            payload={**request.payload, "call": effective}, source="before_tool_call")
 
     def response_is_trivial(self, operation: Operation) -> bool:
         return True  # after_tool_call runs in the runtime, over the whole batch in call order
@@ -480,6 +502,16 @@ def _already(operation: Operation, resolution: str) -> bool:
         return not operation.completed and operation.status is None
     expected = OperationStatus.SUCCEEDED if resolution == "done" else OperationStatus.FAILED
     return operation.completed and operation.status is expected and operation.result_source == "person"
+
+
+def _call_of(payload: Any) -> ToolCall:
+    """The tool call a tool operation's input holds (``{"call": ..., "turn": n}``)."""
+    return ToolCall.model_validate(payload["call"])
+
+
+def _turn_of(operation: Operation) -> int | None:
+    value = operation.raw_input.get("turn") if isinstance(operation.raw_input, dict) else None
+    return value if type(value) is int else None
 
 
 def _response_json(response: ModelResponse, raw_text: str, raw_reasoning: str) -> dict:

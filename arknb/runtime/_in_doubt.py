@@ -84,7 +84,8 @@ async def pause_interrupted_run(rt: AgentRuntime) -> bool:
     calls = unanswered_calls(state.history)
     if not calls:
         return False
-    doubts, runnable, _ = await rt._invocations.classify_unanswered(state.current_run_id, calls)
+    doubts, runnable, _ = await rt._invocations.classify_unanswered(state.current_run_id, calls,
+                                                                    state.current_loop_count)
     if not doubts:
         return False  # resume() continues the run from its operations
     batch = in_doubt_batch(rt, state.current_run_id, last_assistant(state.history), doubts, runnable)

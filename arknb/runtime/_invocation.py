@@ -13,7 +13,7 @@ What a seam implements (structurally; ``arknb.durable`` does not import this mod
 - ``await model_call(call) -> ModelOutcome``; ``await run_tools(batch) -> list[ToolResult]``
   in ``batch.calls`` order (raising :class:`CallsInDoubt` for calls whose fate is unknown).
 - ``await save(state, reason=, mandatory=) -> int | None``; ``await mark_not_resumable()``.
-- ``await classify_unanswered(run_id, calls) -> (in_doubt, runnable, unplanned)``: after
+- ``await classify_unanswered(run_id, calls, turn) -> (in_doubt, runnable, unplanned)``: after
   a crash, which unanswered calls a person must decide (with a file or memory store: all
   of them), which have operations to continue, and which were never planned.
 - ``await record_in_doubt_decision(item, resolution, text)``; ``await flush()`` (after a
@@ -77,7 +77,7 @@ class DirectInvocations:
     async def mark_not_resumable(self) -> None:
         await self._storage.mark_not_resumable(self._session_id)
 
-    async def classify_unanswered(self, run_id: str, calls: list[ToolCall]
+    async def classify_unanswered(self, run_id: str, calls: list[ToolCall], turn: int
                                   ) -> tuple[list[InDoubtCall], list[ToolCall], list[ToolCall]]:
         # Without operations nothing tells "approved, not started" from "started, fate
         # unknown": every call a crash left unanswered goes to a person.

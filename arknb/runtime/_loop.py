@@ -118,7 +118,7 @@ async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: boo
     if not calls:
         return NextStep.run_again()
     message = last_assistant(rt.state.history)
-    doubts, runnable, unplanned = await rt._invocations.classify_unanswered(ctx.run_id, calls)
+    doubts, runnable, unplanned = await rt._invocations.classify_unanswered(ctx.run_id, calls, ctx.turn)
     plan = await plan_batch(rt, ctx, message, calls=unplanned) if unplanned else BatchPlan(rt._new_id("batch"))
     if resolving and plan.deferred:
         # The batch these calls froze in was decided just before the crash: its recorded

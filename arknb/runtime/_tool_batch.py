@@ -197,12 +197,17 @@ class ToolBatch:
     def run_id(self) -> str:
         return self.ctx.run_id
 
-    def context(self, call: ToolCall) -> ToolContext:
-        """The call's ToolContext; its idempotency key is the same in every process."""
+    @property
+    def turn(self) -> int:
+        return self.ctx.turn
+
+    def context(self, call: ToolCall, idempotency_key: str | None = None) -> ToolContext:
+        """The call's ToolContext; its idempotency key is the same in every process
+        (``{session_id}:{run_id}:{call_id}`` unless the seam gives one)."""
         rt, ctx = self.rt, self.ctx
+        key = idempotency_key or f"{rt.session_id}:{ctx.run_id}:{call.id}"
         return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=self._state, batch_id=self.batch_id,
-                           call_id=call.id, cancel=ctx.cancel,
-                           idempotency_key=f"{rt.session_id}:{ctx.run_id}:{call.id}")
+                           call_id=call.id, cancel=ctx.cancel, idempotency_key=key)
 
     def on_result(self, call: ToolCall, result: ToolResult) -> None:
         """Announce a finished call (``tool.after``)."""
@@ -215,9 +220,9 @@ class ToolBatch:
         """Run every call concurrently in this process (the direct seam)."""
         return await self.rt.tools.execute_batch(self.calls, self.context, on_result=self.on_result)
 
-    async def execute_one(self, call: ToolCall) -> ToolResult:
+    async def execute_one(self, call: ToolCall, *, idempotency_key: str | None = None) -> ToolResult:
         """Run one call; the run's cancellation token cancels it."""
-        task = asyncio.ensure_future(self.rt.tools.execute(call, self.context(call)))
+        task = asyncio.ensure_future(self.rt.tools.execute(call, self.context(call, idempotency_key)))
         remove = self.ctx.cancel.on_cancel(task.cancel)
         try:
             result = await task

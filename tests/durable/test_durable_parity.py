@@ -127,3 +127,26 @@ async def test_cancelling_a_durable_run_cancels_its_running_tool_and_records_it_
     [tool_op] = [op for op in await store.list_operations("p") if op.kind == "tool_call"]
     assert tool_op.completed and tool_op.error.code == "cancelled"  # never left in doubt
     await runtime.aclose()
+
+
+async def test_a_call_id_the_model_reuses_in_a_later_turn_runs_again_as_a_new_operation(tmp_path):
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    ran: list[str] = []
+
+    @ark.tool
+    def note(text: str, ctx: ark.ToolContext) -> str:
+        """Write a note."""
+        ran.append(ctx.idempotency_key)
+        return f"noted {text}"
+
+    same_id = [ark.ScriptedTurn(tool_calls=[ToolCall(id="c1", name="note", arguments_json=f'{{"text": "{t}"}}')])
+               for t in ("a", "b")]
+    runtime = ark.AgentRuntime(ark.ScriptedModel([*same_id, "done"]), tools=[note], storage=store, session_id="p")
+    result = await runtime.run("go")
+    assert result.stop_reason == "completed"
+    assert [m.text for m in runtime.history if m.role == "tool"] == ["noted a", "noted b"]
+    assert len(ran) == 2 and ran[0] == f"p:{result.run_id}:c1" and ran[1] != ran[0]
+    keys = [op.purpose_key for op in await store.list_operations("p") if op.kind == "tool_call"]
+    assert keys == [f"{result.run_id}:c1", f"{result.run_id}:c1.t2"]
+    await runtime.aclose()
+    await store.aclose()
