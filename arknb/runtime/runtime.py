@@ -39,6 +39,7 @@ from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
+from ._weak import NO_CONTROLLER, controller_of, weak_method
 from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -163,15 +164,14 @@ class AgentRuntime:
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
         self.bus = event_bus if event_bus is not None else EventBus()
-        # A slow async listener's dropped deliveries are announced (it never slows the run).
-        self.bus.on_dropped = lambda name, count: self._emit(EventTypes.BUS_DROPPED, {
-            "listener": name, "dropped": count, "total": self.bus.dropped_by.get(name, count)})
-        self.controller = AgentController(self.bus)
-        self.controller.bind_approval_host(self)
+        self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = HookRegistry(hooks)
-        self._pipeline = HookPipeline(self.hooks, self._emit)
+        emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
+        self._pipeline = HookPipeline(self.hooks, emit)
+        # A slow async listener's dropped deliveries are announced (it never slows the run).
+        self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
-        self._redactor = Redactor(self.secret_lint, self._emit)
+        self._redactor = Redactor(self.secret_lint, emit)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
             for value in secret_values():
@@ -280,6 +280,11 @@ class AgentRuntime:
             return found
 
     # -- public surface -------------------------------------------------------------
+
+    @property
+    def controller(self) -> AgentController:
+        """Approve, deny and list pending approvals: the control plane bound to this runtime."""
+        return controller_of(self)
 
     @property
     def state(self) -> AgentState:
@@ -637,3 +642,11 @@ class AgentRuntime:
         detached = f", detached={self._detached!r}" if self._detached is not None else ""
         return (f"AgentRuntime(session_id={self.session_id!r}, tools={list(self.tools.names())}, "
                 f"hooks={self.hooks.names()}, running={self.is_running}{detached})")
+
+
+def _drop_reporter(emit: Callable[..., Any], bus: EventBus) -> Callable[[str, int], None]:
+    """The bus's ``on_dropped``: publish ``bus.dropped`` through the runtime's (weak) emit."""
+    def report(name: str, count: int) -> None:
+        emit(EventTypes.BUS_DROPPED, {"listener": name, "dropped": count, "total": bus.dropped_by.get(name, count)})
+
+    return report
