@@ -353,7 +353,10 @@ class DurableInvocations:
                 results[call.id] = ToolResult.from_error(_error_of(response))
                 continue
             live = self._results.pop(purposes[call.id], None)
-            results[call.id] = live if live is not None else ToolResult.model_validate(response.result)
+            if live is None:  # a result an earlier process committed: announced, never run again
+                live = ToolResult.model_validate(response.result)
+                batch.on_result(call, live, reused=True)
+            results[call.id] = live
         for request in requests:
             self._results.pop(request.purpose_key, None)
         if doubts:

@@ -209,9 +209,15 @@ class ToolBatch:
         return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=self._state, batch_id=self.batch_id,
                            call_id=call.id, cancel=ctx.cancel, idempotency_key=key)
 
-    def on_result(self, call: ToolCall, result: ToolResult) -> None:
-        """Announce a finished call (``tool.after``)."""
+    def on_result(self, call: ToolCall, result: ToolResult, *, reused: bool = False) -> None:
+        """Announce a finished call (``tool.after``); ``reused``: its result was committed
+        by an earlier process and the tool did not run again."""
         started = self.started.get(call.id, time.perf_counter())
+        if reused:
+            self.rt._emit(EventTypes.TOOL_AFTER, lambda: {
+                "call": call_payload(call), "result": result_payload(result), "batch_id": self.batch_id,
+                "duration_ms": 0.0, "reused": True})
+            return
         self.rt._emit(EventTypes.TOOL_AFTER, lambda: {
             "call": call_payload(call), "result": result_payload(result), "batch_id": self.batch_id,
             "duration_ms": round((time.perf_counter() - started) * 1000, 3)})

@@ -128,8 +128,12 @@ class ChatWidget(anywidget.AnyWidget):
     def _refresh_approvals(self) -> None:
         self._approvals_dirty = False
         if self._runtime is not None:
-            items = self._runtime.controller.list_pending_approvals()
-            pending = [a for a in map(_approval_dict, items) if a["decision"] == "pending"]
+            controller = self._runtime.controller
+            items = controller.list_pending_approvals()
+            whole = getattr(controller, "pending_batch", None)  # the batch's kind: approvals or in-doubt calls
+            batch = whole() if items and callable(whole) else None
+            kind = str(getattr(batch, "kind", "tool"))
+            pending = [{**a, "kind": kind} for a in map(_approval_dict, items) if a["decision"] == "pending"]
         else:
             pending = [dict(a) for a in self._transcript.approvals.values() if a["decision"] == "pending"]
         self._publish_approvals(pending)
@@ -196,6 +200,17 @@ class ChatWidget(anywidget.AnyWidget):
         reason = content.get("reason")
         self._decide(Action.DENY, str(content.get("approval_id") or ""), str(reason) if reason else None, request_id)
 
+    def _do_rerun(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.RERUN, str(content.get("approval_id") or ""), None, request_id)
+
+    def _do_mark_done(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.MARK_DONE, str(content.get("approval_id") or ""), str(content.get("text") or ""),
+                     request_id)
+
+    def _do_mark_failed(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.MARK_FAILED, str(content.get("approval_id") or ""),
+                     str(content.get("text") or "") or "marked failed in the chat", request_id)
+
     def _decide(self, action: str, approval_id: str, reason: str | None, request_id: Any) -> None:
         self._ui[approval_id] = {"deciding": True, "error": None}
         self._publish_approvals()
@@ -204,8 +219,14 @@ class ChatWidget(anywidget.AnyWidget):
         async def decide() -> None:
             if action == Action.APPROVE:
                 result = await controller.approve(approval_id)
-            else:
+            elif action == Action.DENY:
                 result = await controller.deny(approval_id, reason)
+            elif action == Action.RERUN:  # an in-doubt card (DESIGN §13)
+                result = await controller.rerun(approval_id)
+            elif action == Action.MARK_DONE:
+                result = await controller.mark_done(approval_id, reason or "")
+            else:
+                result = await controller.mark_failed(approval_id, reason or "marked failed")
             ok = bool(getattr(result, "ok", True))
             self._decided(action, approval_id, request_id, ok, None if ok else error_text(result.error))
 

@@ -269,6 +269,7 @@ function render({ model, el }) {
     const live = new Set(items.map((a) => a.approval_id));
     for (const id of [...deciding.keys()]) if (!live.has(id)) deciding.delete(id);
     approvalsBox.replaceChildren(...items.map((a) => {
+      if (a.kind === "in_doubt") return inDoubtCard(a, ro);
       const busy = a.deciding || deciding.has(a.approval_id);
       const err = cardErrors.get(a.approval_id) || a.error;
       const reason = h("input", { class: "arknb-reason", testid: "arknb-deny-reason", type: "text",
@@ -299,10 +300,40 @@ function render({ model, el }) {
     approvalsBox.hidden = items.length === 0;
   }
 
+  // A call a crash left with an unknown fate (DESIGN §13): the person reruns it, or says
+  // what it did (its result text) or that it failed (the reason).
+  function inDoubtCard(a, ro) {
+    const busy = a.deciding || deciding.has(a.approval_id);
+    const err = cardErrors.get(a.approval_id) || a.error;
+    const text = h("input", { class: "arknb-reason", testid: "arknb-in-doubt-text", type: "text",
+      placeholder: "what it returned, or why it failed", "aria-label": `Outcome of ${a.tool_name}` });
+    const button = (testid, label, cls, type) => {
+      const b = h("button", { class: `arknb-btn ${cls}`, testid, type: "button", disabled: busy }, label);
+      b.addEventListener("click", () => decide(a.approval_id, type, text.value.trim()));
+      return b;
+    };
+    return h("div", { class: "arknb-card arknb-approval arknb-in-doubt", testid: "arknb-in-doubt",
+      "data-approval-id": a.approval_id, "data-deciding": String(!!busy), role: "group",
+      "aria-label": `${a.tool_name} may or may not have run` },
+      h("div", { class: "arknb-card-head" },
+        h("span", { class: "arknb-tool-name" }, a.tool_name),
+        h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, "in doubt")),
+      a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
+      h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
+      ro ? h("div", { class: "arknb-muted" }, "in doubt (read-only replay)")
+        : h("div", { class: "arknb-approval-actions" },
+          busy ? h("span", { class: "arknb-muted", testid: "arknb-approval-deciding" }, "deciding…")
+            : [button("arknb-rerun", "Rerun", "arknb-btn-primary", Action.RERUN), text,
+              button("arknb-mark-done", "Mark done", "", Action.MARK_DONE),
+              button("arknb-mark-failed", "Mark failed", "arknb-btn-danger", Action.MARK_FAILED)]),
+      err ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
+  }
+
   function decide(approvalId, type, reason) {
     cardErrors.delete(approvalId);
     const payload = { approval_id: approvalId };
     if (type === Action.DENY && reason) payload.reason = reason;
+    if ((type === Action.MARK_DONE || type === Action.MARK_FAILED) && reason) payload.text = reason;
     deciding.set(approvalId, store.request({ type, ...payload }));
     renderApprovals();
   }

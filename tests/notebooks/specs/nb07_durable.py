@@ -198,10 +198,14 @@ shows them.
 """),
     code("""
 events = await store.read_events(SESSION)
-tool_runs = Counter(e.payload["call"]["id"] for e in events if e.type == ark.EventTypes.TOOL_AFTER)
-print("events in the outbox:", len(events))
-print("tool.after per call: ", dict(tool_runs))
-print("in-doubt events:     ", [e.payload["call"]["name"] for e in events
+after = [e for e in events if e.type == ark.EventTypes.TOOL_AFTER]
+print("events in the outbox:         ", len(events))
+ran = [e for e in after if not e.payload.get("reused") and not e.payload.get("settled_by")]
+print("tool.after, ran:              ", dict(Counter(e.payload["call"]["id"] for e in ran)))
+print("tool.after, result reused:    ", dict(Counter(e.payload["call"]["id"] for e in after if e.payload.get("reused"))))
+print("tool.after, settled by:       ", {e.payload["call"]["id"]: e.payload["settled_by"] for e in after
+                                         if e.payload.get("settled_by")})
+print("in-doubt events:              ", [e.payload["call"]["name"] for e in events
                                if e.type == ark.EventTypes.OPERATION_IN_DOUBT])
 """),
     code("""
