@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 import arknb as ark
 from arknb.domain import AgentMessage, ToolCall
 from arknb.state import AgentState
@@ -16,7 +18,7 @@ async def _interrupted(tmp_path) -> ark.AgentRuntime:
     """A session a crash cut short with one unanswered call, restored (file store: in doubt)."""
     storage = ark.FileStateStorage(tmp_path)
     call = ToolCall(id="c1", name="send_mail", arguments_json='{"to": "a@example.org"}')
-    await storage.save(AgentState(session_id="s", is_running=True, current_run_id="run_1", current_loop_count=1,
+    await storage.save(AgentState(session_id="doubt-chat", is_running=True, current_run_id="run_1", current_loop_count=1,
                                   history=(AgentMessage.user("mail it"),
                                            AgentMessage.assistant("Sending.", tool_calls=[call]))))
     sent: list[str] = []
@@ -27,10 +29,24 @@ async def _interrupted(tmp_path) -> ark.AgentRuntime:
         sent.append(to)
         return f"sent to {to}"
 
-    runtime = await ark.AgentRuntime.restore("s", storage=storage, model=ark.ScriptedModel(["Mailed."]),
+    runtime = await ark.AgentRuntime.restore("doubt-chat", storage=storage, model=ark.ScriptedModel(["Mailed."]),
                                              tools=[send_mail])
     runtime.sent = sent
     return runtime
+
+
+@pytest.fixture
+def chats():
+    """Widgets made by a test, closed after it (an open widget stays registered, and with it its runtime)."""
+    made: list[ChatWidget] = []
+    yield made
+    for chat in made:
+        chat.close()
+
+
+def _chat(runtime, made: list) -> ChatWidget:
+    made.append(ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None))
+    return made[-1]
 
 
 async def _click(chat: ChatWidget, content: dict) -> None:
@@ -38,9 +54,9 @@ async def _click(chat: ChatWidget, content: dict) -> None:
     await asyncio.wait_for(asyncio.gather(*list(chat._tasks)), 10)  # the decision's task
 
 
-async def test_an_in_doubt_call_is_a_card_of_its_kind_and_mark_done_completes_the_run(tmp_path):
+async def test_an_in_doubt_call_is_a_card_of_its_kind_and_mark_done_completes_the_run(tmp_path, chats):
     runtime = await _interrupted(tmp_path)
-    chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    chat = _chat(runtime, chats)
     front = Frontend(chat)
     [card] = chat.approvals
     assert card["kind"] == "in_doubt" and card["tool_name"] == "send_mail" and card["decision"] == "pending"
@@ -52,9 +68,9 @@ async def test_an_in_doubt_call_is_a_card_of_its_kind_and_mark_done_completes_th
     assert answer["ok"] and answer["action"] == "mark_done"
 
 
-async def test_rerun_from_the_card_runs_the_call_again(tmp_path):
+async def test_rerun_from_the_card_runs_the_call_again(tmp_path, chats):
     runtime = await _interrupted(tmp_path)
-    chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    chat = _chat(runtime, chats)
     Frontend(chat)
     [card] = chat.approvals
     await _click(chat, {"type": "rerun", "approval_id": card["approval_id"]})
@@ -62,9 +78,9 @@ async def test_rerun_from_the_card_runs_the_call_again(tmp_path):
     assert result.stop_reason == "completed" and runtime.sent == ["a@example.org"]
 
 
-async def test_approve_on_an_in_doubt_card_is_refused_with_the_way_forward(tmp_path):
+async def test_approve_on_an_in_doubt_card_is_refused_with_the_way_forward(tmp_path, chats):
     runtime = await _interrupted(tmp_path)
-    chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    chat = _chat(runtime, chats)
     front = Frontend(chat)
     [card] = chat.approvals
     await _click(chat, {"type": "approve", "approval_id": card["approval_id"]})
