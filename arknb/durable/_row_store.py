@@ -33,6 +33,8 @@ class RowStore:
     lease_ttl: float = DEFAULT_LEASE_TTL
     _where: str
     _written: dict[str, _sql.Written]
+    commits: int
+    synced_commits: int
 
     _worker: WorkerThreads   # the one thread that owns the connection
     _closed: bool
@@ -81,6 +83,15 @@ class RowStore:
 
     def _commit(self, commit: Commit) -> int | None:
         raise NotImplementedError
+
+    def _committed(self, commit: Commit, written: _sql.Written | None) -> int | None:
+        """Bookkeeping after a commit's transaction: counters, the rows this instance knows."""
+        self.commits += 1
+        self.synced_commits += commit.sync
+        if written is None:
+            return None
+        self._written[commit.session_id] = written
+        return written.revision
 
     # -- StateStorage ----------------------------------------------------------------
 

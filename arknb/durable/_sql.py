@@ -25,11 +25,11 @@ from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
 from ._outbox import event_from_json, event_to_json
 from .operation import Operation
-from .store import Lease, lease_lost, owner_is_dead, session_locked, state_conflict
+from .store import Commit, Lease, lease_lost, owner_is_dead, session_locked, state_conflict
 
 __all__ = ["Dialect", "Written", "acquire_lease", "append_events", "check_lease", "delete_session",
            "find_operation", "get_operation", "list_operations", "list_sessions", "load_state", "mark_session",
-           "read_events", "release_lease", "renew_lease", "save_state", "write_operations"]
+           "read_events", "release_lease", "renew_lease", "save_state", "write_commit", "write_operations"]
 
 _TABLES = {"history": "messages", "usages": "usages"}
 SEQUENCES = tuple((field, _TABLES[field]) for field in APPEND_ONLY_FIELDS)
@@ -302,6 +302,26 @@ def read_events(conn: Any, d: Dialect, session_id: str, after: int | None, limit
         sql += " LIMIT ?"
         params += (max(0, limit),)
     return [event_from_json(body) for (body,) in conn.execute(d.q(sql), params).fetchall()]
+
+
+# -- one commit -------------------------------------------------------------------------------
+
+
+def write_commit(conn: Any, d: Dialect, commit: Commit, now: float, cache: dict[str, Written],
+                 where: str) -> Written | None:
+    """Everything of ``commit``, inside the transaction the caller opened: the lease check
+    first (a stale one writes nothing), then the state, the operations and the events.
+    Returns what is now stored of the state (None if the commit carried none)."""
+    if commit.lease is not None:
+        check_lease(conn, d, commit.lease)
+    written = None
+    if commit.state is not None:
+        if commit.state.session_id != commit.session_id:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT, "a commit's state must belong to its session")
+        written = save_state(conn, d, commit.state, now, cache, where, commit.base_revision)
+    write_operations(conn, d, commit.session_id, commit.operations)
+    append_events(conn, d, commit.session_id, commit.events)
+    return written
 
 
 # -- leases -----------------------------------------------------------------------------------

@@ -186,27 +186,12 @@ class PostgresStore(RowStore):
             return _sql.load_state(conn, _sql.POSTGRES, session_id, self._where, self._written)
 
     def _commit(self, commit: Commit) -> int | None:
-        d = _sql.POSTGRES
-        written = None
         with self._connection() as conn:
             with conn.transaction():
                 if not commit.sync:
                     conn.execute("SET LOCAL synchronous_commit = off")
-                if commit.lease is not None:
-                    _sql.check_lease(conn, d, commit.lease)
-                if commit.state is not None:
-                    if commit.state.session_id != commit.session_id:
-                        raise invalid_argument("a commit's state must belong to its session")
-                    written = _sql.save_state(conn, d, commit.state, time.time(), self._written, self._where,
-                                             commit.base_revision)
-                _sql.write_operations(conn, d, commit.session_id, commit.operations)
-                _sql.append_events(conn, d, commit.session_id, commit.events)
-        self.commits += 1
-        self.synced_commits += commit.sync
-        if written is None:
-            return None
-        self._written[commit.session_id] = written
-        return written.revision
+                written = _sql.write_commit(conn, _sql.POSTGRES, commit, time.time(), self._written, self._where)
+        return self._committed(commit, written)
 
     def _shutdown(self) -> None:
         self._written.clear()

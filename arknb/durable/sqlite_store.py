@@ -151,25 +151,10 @@ class SQLiteStore(RowStore):
     def _commit(self, commit: Commit) -> int | None:
         conn = self._connection(create=True)
         assert conn is not None
-        d = _sql.SQLITE
         self._sync(conn, commit.sync)
-        written = None
         with transaction(conn, write=True):
-            if commit.lease is not None:
-                _sql.check_lease(conn, d, commit.lease)
-            if commit.state is not None:
-                if commit.state.session_id != commit.session_id:
-                    raise invalid_argument("a commit's state must belong to its session")
-                written = _sql.save_state(conn, d, commit.state, time.time(), self._written, self._where,
-                                             commit.base_revision)
-            _sql.write_operations(conn, d, commit.session_id, commit.operations)
-            _sql.append_events(conn, d, commit.session_id, commit.events)
-        self.commits += 1
-        self.synced_commits += commit.sync
-        if written is None:
-            return None
-        self._written[commit.session_id] = written
-        return written.revision
+            written = _sql.write_commit(conn, _sql.SQLITE, commit, time.time(), self._written, self._where)
+        return self._committed(commit, written)
 
     def _sync(self, conn: sqlite3.Connection, full: bool) -> None:
         if full != self._full:
