@@ -5,7 +5,8 @@ checkpoint (a turn boundary, where every tool call has its result) and waits up 
 ``grace`` seconds; a run that does not get there is cancelled, which answers its open
 calls and saves it ended. Either way the session is saved suspended (``resume()``
 continues it) or ended with ``last_stop_reason`` recorded, never as if a run were still
-in progress. Then the runtime publishes ``runtime.detached`` (reason ``"closed"``),
+in progress. On a durable store what is pending is committed and the session's lease
+released. Then the runtime publishes ``runtime.detached`` (reason ``"closed"``),
 refuses new runs and decisions with ``runtime_closed``, and closes its own event bus.
 
 The same happens by itself when the process ends with a run still active:
@@ -82,6 +83,9 @@ async def close_runtime(rt: AgentRuntime, grace: float = DEFAULT_GRACE) -> Agent
     rt._closing = asyncio.get_running_loop().create_future()
     try:
         result = await _end_active_run(rt, float(grace))
+        # On a durable store: commit what is pending and release the session's lease, so
+        # another process may open it (DESIGN §13); nothing to do on the other stores.
+        await rt._invocations.aclose()
     except BaseException as exc:
         rt._closing.set_exception(exc)
         rt._closing.exception()  # retrieved: a later aclose() re-raises it, nobody is left unwarned
