@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
     TurnCompletionHookContext,
@@ -56,9 +57,16 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
             return await _finish(rt, ctx, StopReason.ABORTED, error=abort.error,
                                  extra={"slot": abort.slot, "hook": abort.hook})
         except asyncio.CancelledError:
-            if not ctx.cancel_requested:
-                raise  # not our Stop: the loop itself is going away
             asyncio.current_task().uncancel()
+            if not ctx.cancel_requested:
+                # Not our Stop: the task itself was cancelled (asyncio.run ending with the run
+                # still active, or task.cancel()). End the run as cancelled so it is saved
+                # ended, never left saved mid-run (DESIGN §14 "Lifecycle"), then let the
+                # cancellation go on.
+                ctx.cancel_requested = True
+                ctx.cancel.cancel("the run's task was cancelled (is its event loop shutting down?)")
+                await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
+                raise
             return await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
         except ArkError as exc:
             if exc.code == ErrorCode.CANCELLED and ctx.cancel_requested:
@@ -225,7 +233,7 @@ async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessag
 
 
 async def _turn_completed_event(rt, ctx, message, action) -> None:
-    rt._emit(EventTypes.TURN_COMPLETED, lambda: {"turn": ctx.turn, "message": jsonable(message), "action": action})
+    rt._emit(EventTypes.TURN_COMPLETED, lambda: flat_payload(turn=ctx.turn, message=jsonable(message), action=action))
 
 
 async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit) -> NextStep:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import HookSlot, ToolCallAction, ToolCallHookContext, ToolResultAction, ToolResultHookContext
 from ..hooks.pipeline import jsonable
 from ..state import DeniedCall
@@ -55,12 +56,14 @@ def tool_message(call: ToolCall, result: ToolResult) -> AgentMessage:
                                         reasoning=(), is_error=result.is_error)
 
 
+# Payloads are built frozen (flat_payload: every value a scalar or frozen already), so
+# publishing them costs no walk: tool events come once per call.
 def call_payload(call: ToolCall) -> dict:
-    return {"id": call.id, "name": call.name, "arguments_json": call.arguments_json, "index": call.index}
+    return flat_payload(id=call.id, name=call.name, arguments_json=call.arguments_json, index=call.index)
 
 
 def result_payload(result: ToolResult) -> dict:
-    return {"text": result.text, "is_error": result.is_error, "error_code": result.error_code, "stop": result.stop}
+    return flat_payload(text=result.text, is_error=result.is_error, error_code=result.error_code, stop=result.stop)
 
 
 async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
@@ -117,20 +120,20 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
     answers: dict[str, tuple[ToolCall, ToolResult]] = {}
     for item in denied:
         answers[item.call.id] = (item.call, item.result)
-        rt._emit(EventTypes.TOOL_DENIED, lambda item=item: {
-            "call": call_payload(item.call), "result": result_payload(item.result), "reason": item.reason,
-            "hook": item.hook, "batch_id": batch_id})
+        rt._emit(EventTypes.TOOL_DENIED, lambda item=item: flat_payload(
+            call=call_payload(item.call), result=result_payload(item.result), reason=item.reason,
+            hook=item.hook, batch_id=batch_id))
     for item in settled:
         # A person recorded what became of an in-doubt call (DESIGN §13): its answer, not a run.
         answers[item.call.id] = (item.call, item.result)
-        rt._emit(EventTypes.TOOL_AFTER, lambda item=item: {
-            "call": call_payload(item.call), "result": result_payload(item.result), "batch_id": batch_id,
-            "duration_ms": 0.0, "settled_by": item.hook})
+        rt._emit(EventTypes.TOOL_AFTER, lambda item=item: flat_payload(
+            call=call_payload(item.call), result=result_payload(item.result), batch_id=batch_id,
+            duration_ms=0.0, settled_by=item.hook))
     if allowed:
         batch = ToolBatch(rt, ctx, batch_id, allowed, model_message)
         for call in batch.calls:
             batch.started[call.id] = time.perf_counter()
-            rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: {"call": call_payload(call), "batch_id": batch_id})
+            rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: flat_payload(call=call_payload(call), batch_id=batch_id))
         results = await rt._invocations.run_tools(batch)
         for call, result in zip(batch.calls, results, strict=True):
             answers[call.id] = (call, result)
@@ -214,13 +217,13 @@ class ToolBatch:
         by an earlier process and the tool did not run again."""
         started = self.started.get(call.id, time.perf_counter())
         if reused:
-            self.rt._emit(EventTypes.TOOL_AFTER, lambda: {
-                "call": call_payload(call), "result": result_payload(result), "batch_id": self.batch_id,
-                "duration_ms": 0.0, "reused": True})
+            self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
+                call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
+                duration_ms=0.0, reused=True))
             return
-        self.rt._emit(EventTypes.TOOL_AFTER, lambda: {
-            "call": call_payload(call), "result": result_payload(result), "batch_id": self.batch_id,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+        self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
+            call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3)))
 
     async def execute_all(self) -> list[ToolResult]:
         """Run every call concurrently in this process (the direct seam)."""

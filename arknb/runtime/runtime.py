@@ -21,8 +21,9 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role, ToolResult,
     Usage, invalid_argument,
 )
+from ..domain.frozen import FrozenDict
 from ..events import AgentEvent, EventBus, EventTypes
-from ..events.envelope import new_event
+from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
@@ -40,6 +41,7 @@ from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from ._weak import NO_CONTROLLER, controller_of, weak_method
+from . import lifecycle
 from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -163,6 +165,7 @@ class AgentRuntime:
         self.config = config if config is not None else ModelConfig()
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
+        self._owns_bus = event_bus is None
         self.bus = event_bus if event_bus is not None else EventBus()
         self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = HookRegistry(hooks)
@@ -195,6 +198,7 @@ class AgentRuntime:
         self._load_lock = asyncio.Lock()
         self._detached: str | None = None
         self._detached_message = ""
+        self._closing: asyncio.Future | None = None  # set by aclose(); its result once closed
         self._takeover = False  # restore(..., takeover=True): take the lease from a live owner
         self._invocations = make_invocations(self)
         self.last_result: AgentRunResult | None = None
@@ -310,8 +314,32 @@ class AgentRuntime:
     @property
     def detached(self) -> str | None:
         """Why this runtime no longer owns its session (``"replaced"``: a newer runtime took
-        it), or None while it does. A detached runtime refuses runs and decisions."""
+        it; ``"closed"``: :meth:`aclose`), or None while it does. A detached runtime
+        refuses runs and decisions."""
         return self._detached
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` began: the runtime runs and decides nothing more."""
+        return self._closing is not None
+
+    async def aclose(self, grace: float = lifecycle.DEFAULT_GRACE) -> AgentRunResult | None:
+        """End this runtime's ownership of its session (DESIGN §14 "Lifecycle"): an active run
+        gets ``grace`` seconds to suspend at a safe checkpoint, else it is cancelled; either
+        way it is saved (suspended or ended, never as still running). Then ``runtime.detached``
+        (reason ``"closed"``) is published and runs and decisions answer ``runtime_closed``.
+        Kernel shutdown does the same by itself (:mod:`arknb.runtime.lifecycle`).
+
+        Returns:
+            The result of the run it ended, or None if none was active.
+        """
+        return await lifecycle.close_runtime(self, grace)
+
+    async def __aenter__(self) -> AgentRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     @property
     def current_run(self) -> RunHandle | None:
@@ -400,7 +428,8 @@ class AgentRuntime:
 
     def _cancel_paused(self) -> bool:
         state = self._state
-        if not state.is_running or state.not_resumable or self._detached is not None or not self._loaded:
+        if (not state.is_running or state.not_resumable or self._detached is not None or self.closed
+                or not self._loaded):
             return False
         try:
             asyncio.get_running_loop()
@@ -469,7 +498,7 @@ class AgentRuntime:
         is refused).
         """
         async with self._approval_lock:
-            if self._detached is not None:
+            if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
             return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
 
@@ -479,19 +508,16 @@ class AgentRuntime:
                                       text: str | None = None) -> ApprovalDecisionResult:
         """Apply a person's decision on an in-doubt call (the controller's only way in)."""
         async with self._approval_lock:
+            if self._detached is not None or self.closed:
+                return ApprovalDecisionResult.failure(item_id, detached_error(self))
             return await apply_in_doubt_decision(self, item_id, resolution, text)
-
-    # -- closing ---------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """End this runtime's ownership of its session: on a durable store, commit what
-        is pending and release the lease, so another process may open the session."""
-        await self._invocations.aclose()
 
     # -- helpers the phases use ------------------------------------------------------
 
     def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None, *,
                 run_id: str | None = None, turn: int = 0) -> RunHandle:
+        if self._detached is not None or self.closed:
+            raise detached_error(self)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -507,6 +533,7 @@ class AgentRuntime:
         if pending_load is not None:
             # A refusal found after loading is raised by `await handle`; nobody awaiting it is fine.
             ctx.task.add_done_callback(lambda task: task.cancelled() or task.exception())
+        lifecycle.track(self)  # so a kernel shutdown can still end this run cleanly
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
 
     async def _guarded(self, ctx: RunContext, make: Callable[[RunContext], Any],
@@ -537,7 +564,7 @@ class AgentRuntime:
             self._active = None
 
     def _check_can_start(self, *, new_input: bool) -> None:
-        if self._detached is not None:
+        if self._detached is not None or self.closed:
             raise detached_error(self)
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
@@ -594,7 +621,8 @@ class AgentRuntime:
 
         The known secrets are redacted from every payload first (``_redaction``); the
         text of ``llm.chunk`` was redacted by the model phase's chunk guard, since a
-        secret may be split across chunks.
+        secret may be split across chunks. Then the payload is frozen, once, so no
+        listener can change it for the others (a payload built frozen costs nothing here).
         """
         redaction = None
         if self.secret_lint.known_values and event_type != EventTypes.LLM_CHUNK:
@@ -602,6 +630,8 @@ class AgentRuntime:
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
+        if not isinstance(payload, FrozenDict):
+            payload = freeze_payload(payload)
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
                                    f"{rid}:{self._seq}"))
         if redaction is not None:

@@ -18,6 +18,7 @@ from arknb.domain import (
 
 from ._docstring import parse_docstring
 from ._schema import build_argument_spec
+from arknb.domain.json_decode import MAX_JSON_DEPTH
 from arknb.domain.threads import run_blocking
 from .context import ToolContext
 
@@ -38,7 +39,7 @@ class Tool:
     Attributes:
         name: The name the model calls the tool by.
         description: What the model is told the tool does.
-        parameters: The JSON Schema of the arguments (treat as read-only).
+        parameters: The JSON Schema of the arguments (read-only).
         risk: ``ToolRisk.SAFE`` or ``ToolRisk.DANGEROUS`` (dangerous calls wait for approval).
         definition: The :class:`~arknb.domain.ToolDefinition` given to the model.
         takes_context: True when the function declares a ``ToolContext`` parameter.
@@ -111,7 +112,7 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        """The JSON Schema of the model-facing arguments (shared; do not mutate)."""
+        """The JSON Schema of the model-facing arguments (read-only, shared with :attr:`definition`)."""
         return self._parameters
 
     @property
@@ -235,8 +236,13 @@ class Tool:
         for error in exc.errors(include_url=False):
             loc = ".".join(str(part) for part in error["loc"])
             kind = error["type"]
-            if kind == "json_invalid":
+            if kind == "json_invalid" and "recursion limit" in error["msg"]:
+                # pydantic-core's JSON parser stops at MAX_JSON_DEPTH, as ToolCall.arguments does
+                problems.append(f"arguments are nested more than {MAX_JSON_DEPTH} levels deep")
+            elif kind == "json_invalid":
                 problems.append(f"arguments are not valid JSON ({error['msg']})")
+            elif kind == "recursion_loop":
+                problems.append(f"{loc or 'arguments'}: nested too deeply (or contains itself)")
             elif not loc and kind in ("model_type", "dict_type"):
                 problems.append(f"arguments must be a JSON object, got {_json_type(error['input'])}")
             elif kind in ("missing", "extra_forbidden"):
@@ -322,7 +328,12 @@ def _to_result(value: Any) -> ToolResult:
         return _text_result(json.dumps(value))
     # Unknown types (numpy scalars, DataFrames...) degrade to str rather than fail a
     # call whose side effects already happened.
-    return _text_result(json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False))
+    try:
+        return _text_result(json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False))
+    except (ValueError, TypeError, RecursionError) as exc:  # too deep, a cycle, a key JSON cannot hold
+        return ToolResult.from_text(
+            f"the tool ran, but its return value ({type(value).__name__}) cannot be written as JSON: {exc}; "
+            "return a string or a ToolResult instead", is_error=True, error_code=ErrorCode.TOOL_FAILED)
 
 
 def _text_result(text: str) -> ToolResult:
@@ -346,5 +357,8 @@ def _json_type(value: Any) -> str:
 
 
 def _short_repr(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "a value nested too deeply to show"
     return text if len(text) <= _MAX_INPUT_REPR else text[:_MAX_INPUT_REPR - 3] + "..."
