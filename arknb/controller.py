@@ -27,7 +27,11 @@ class ApprovalHost(Protocol):
     def get_pending_approval_batch(self) -> PendingApprovalBatch | None: ...
 
     async def apply_approval_decision(self, approval_id: str, decision: ApprovalDecision,
-                                      deny_reason: str | None = None) -> ApprovalDecisionResult: ...
+                                      deny_reason: str | None = None, *,
+                                      batch_id: str | None = None) -> ApprovalDecisionResult:
+        """Apply one decision; ok only once it is saved. With ``batch_id``, refuse an item
+        that is not part of that (pending) batch."""
+        ...
 
 
 class AgentController:
@@ -65,7 +69,11 @@ class AgentController:
         self.bus.publish(event)
 
     def list_pending_approvals(self) -> list[PendingApprovalItem]:
-        """Copies of the items still waiting for a decision (changing them changes nothing)."""
+        """Copies of the items still waiting for a decision (changing them changes nothing).
+
+        They are the runtime's as loaded: for a session saved earlier, ``await
+        runtime.load()`` first (a decision loads by itself).
+        """
         batch = self._host.get_pending_approval_batch() if self._host is not None else None
         if batch is None:
             return []
@@ -78,18 +86,30 @@ class AgentController:
 
     # -- decisions ------------------------------------------------------------------
 
-    async def approve(self, approval_id: str) -> ApprovalDecisionResult:
-        """Approve one pending call. Deciding twice is an idempotent success."""
-        return await self._decide(approval_id, ApprovalDecision.APPROVED, None)
+    async def approve(self, approval_id: str, *, batch_id: str | None = None) -> ApprovalDecisionResult:
+        """Approve one pending call; ``ok`` only once the decision is saved.
 
-    async def deny(self, approval_id: str, reason: str | None = None) -> ApprovalDecisionResult:
-        """Deny one pending call; the model gets a ``tool_denied`` result carrying ``reason``."""
+        Deciding twice while the batch is pending is an idempotent success; after the
+        batch resolved it is ``approval_already_resolved`` carrying the decision that
+        stands. A failed save returns ``ok=False`` (``state_save_failed``) and leaves the
+        call pending: try again. ``batch_id`` (what a card shows) makes sure the decision
+        lands only on that batch.
+        """
+        return await self._decide(approval_id, ApprovalDecision.APPROVED, None, batch_id)
+
+    async def deny(self, approval_id: str, reason: str | None = None, *,
+                   batch_id: str | None = None) -> ApprovalDecisionResult:
+        """Deny one pending call; the model gets a ``tool_denied`` result carrying ``reason``.
+        Saved before it is acknowledged, like :meth:`approve`."""
         if reason is not None and not isinstance(reason, str):
             raise invalid_argument(f"deny reason must be a string or None, got {type(reason).__name__}")
-        return await self._decide(approval_id, ApprovalDecision.DENIED, reason)
+        return await self._decide(approval_id, ApprovalDecision.DENIED, reason, batch_id)
 
     async def approve_all(self) -> list[ApprovalDecisionResult]:
-        """Approve every pending item (convenience for notebooks)."""
+        """Approve every pending item (convenience for notebooks), loading a saved session first."""
+        load = getattr(self._host, "load", None)
+        if callable(load):
+            await load()
         return [await self.approve(item.approval_id) for item in self.list_pending_approvals()]
 
     # -- plan review (seed 000 §6.3: every review goes through the ApprovalHost) -----------
@@ -126,11 +146,15 @@ class AgentController:
         return await self._host.apply_approval_decision(review.approval_id, decision, reason)
 
     async def _decide(self, approval_id: str, decision: ApprovalDecision,
-                      reason: str | None) -> ApprovalDecisionResult:
+                      reason: str | None, batch_id: str | None) -> ApprovalDecisionResult:
         if not isinstance(approval_id, str) or not approval_id:
             raise invalid_argument(f"approval_id must be a non-empty string, got {approval_id!r}")
+        if batch_id is not None and (not isinstance(batch_id, str) or not batch_id):
+            raise invalid_argument(f"batch_id must be a non-empty string or None, got {batch_id!r}")
         if self._host is None:
             return ApprovalDecisionResult.failure(approval_id, ArkError(
                 ErrorLayer.RUNTIME, ErrorCode.APPROVAL_HOST_MISSING,
                 "this controller is not bound to a runtime, so it cannot apply decisions", Retryability.NEVER))
-        return await self._host.apply_approval_decision(approval_id, decision, reason)
+        if batch_id is None:  # hosts written before batch_id keep working
+            return await self._host.apply_approval_decision(approval_id, decision, reason)
+        return await self._host.apply_approval_decision(approval_id, decision, reason, batch_id=batch_id)

@@ -83,7 +83,7 @@ def _show(event: ark.AgentEvent) -> None:
         detail = ", ".join(i["tool_call"]["name"] for i in p["items"])
     elif t == ark.EventTypes.STATE_PERSISTED:
         detail = f"{p['reason']}{' (mandatory)' if p['mandatory'] else ''}"
-    elif t.startswith("agent."):
+    elif t.startswith("agent.") or t == ark.EventTypes.RUNTIME_DETACHED:
         detail = p.get("stop_reason") or p.get("reason") or ""
     print(f"  #{event.sequence:<5} {t:<18} {detail}")
 

@@ -82,7 +82,9 @@ async def measure_backend(storage, reps: int) -> dict:
         states[n] = AgentState(session_id=f"bench-{n}", history=history, usages=usages,
                                total_loop_count=n)
         extras[n] = [(_turn_messages(domain, n + r), _turn_usage(domain, n + r)) for r in range(reps)]
-        await storage.save(states[n])  # warm the file / the database and its pages
+        # Saves are compare-and-swaps: each state carries the revision the last save stored.
+        revision = await storage.save(states[n])  # warm the file / the database and its pages
+        states[n] = states[n].model_copy(update={"revision": revision})
         # A loop of its own: a 600 kB to_json just before each save would leave the
         # save running on cold CPU caches, charging it for work that is not its own.
         for _ in range(reps):
@@ -94,16 +96,17 @@ async def measure_backend(storage, reps: int) -> dict:
     for r in range(reps):
         for n in TURN_COUNTS:
             state = states[n]
-            await storage.save(state)  # back to N turns, untimed
+            state = state.model_copy(update={"revision": await storage.save(state)})  # back to N turns, untimed
             c0 = time.process_time_ns()  # all threads: the write runs in a worker
             t0 = time.perf_counter_ns()
             messages, usage = extras[n][r]
             nxt = state.model_copy(update={"history": state.history + messages,
                                            "usages": state.usages + (usage,),
                                            "total_loop_count": n + 1})
-            await storage.save(nxt)
+            revision = await storage.save(nxt)
             append_save[n].append(time.perf_counter_ns() - t0)
             append_save_cpu[n].append(time.process_time_ns() - c0)
+            states[n] = state.model_copy(update={"revision": revision})
     results: dict = {}
     for n in TURN_COUNTS:
         results[n] = {"to_json_us": statistics.median(to_json[n]) / 1000,

@@ -82,7 +82,9 @@ class ToolResult(BaseModel):
     def _coerce(cls, value: Any) -> Any:
         if isinstance(value, str):
             return (ContentPart.from_text(value),)
-        return value
+        # A JSON array reaches a before-validator as a list; as a tuple it also passes
+        # strict validation (saved states are read strictly, DESIGN §8).
+        return tuple(value) if isinstance(value, list) else value
 
     @property
     def text(self) -> str:

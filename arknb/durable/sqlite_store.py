@@ -8,6 +8,11 @@ each) and writes only the new ones, in one transaction with the session row: a s
 turn 1,000 costs about what it costs at turn 10. A history that was rewritten (a hook
 compressed it) is replaced from its first changed message on.
 
+Saves are compare-and-swaps on the state's revision (the contract of
+:class:`~arknb.state.StateStorage`): the stored revision is read and the new one written
+in one ``BEGIN IMMEDIATE`` transaction, so of two processes saving from the same
+revision exactly one wins and the other gets ``state_conflict``.
+
 Another store instance, in this process or another, may write the same session. Each
 instance has a writer token and numbers its saves; the session row records the pair.
 A save that finds a pair it did not write (or load) itself rewrites the whole session
@@ -33,7 +38,8 @@ from typing import Any, TypeVar
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
 from arknb.domain.threads import WorkerThreads
-from arknb.state import AgentState, validate_session_id
+from arknb.state import SCHEMA_VERSION, AgentState, validate_session_id
+from arknb.state.storage import state_conflict
 from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
 from ._database import is_damaged, open_database, transaction
@@ -50,6 +56,14 @@ _SEQUENCES = tuple((field, _TABLES[field]) for field in APPEND_ONLY_FIELDS)
 _READ_SESSION = ("SELECT header, not_resumable, writer, version, history_len, usages_len "
                  "FROM sessions WHERE session_id = ?")
 _READ_VERSION = "SELECT writer, version, history_len, usages_len FROM sessions WHERE session_id = ?"
+# The stored revision without parsing the header in Python (json_type tells an integer
+# from true, which json_extract would also give as 1).
+_READ_REVISION = ("SELECT header IS NULL, "
+                  "CASE WHEN json_valid(header) THEN json_type(header) = 'object' ELSE 0 END, "
+                  "CASE WHEN json_valid(header) THEN json_type(header, '$.revision') END, "
+                  "CASE WHEN json_valid(header) THEN json_extract(header, '$.revision') END, "
+                  "CASE WHEN json_valid(header) THEN json_extract(header, '$.schema_version') END "
+                  "FROM sessions WHERE session_id = ?")
 _WRITE_SESSION = (
     "INSERT INTO sessions (session_id, header, history_len, usages_len, not_resumable, writer, "
     "version, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
@@ -118,6 +132,11 @@ class SQLiteStateStorage:
         return self._path
 
     @property
+    def location(self) -> tuple[str, str]:
+        """The resolved database file: two stores on one file share their sessions."""
+        return ("sqlite", os.path.realpath(self._path))
+
+    @property
     def closed(self) -> bool:
         """True after :meth:`close` or :meth:`aclose`."""
         return self._closed
@@ -140,20 +159,26 @@ class SQLiteStateStorage:
         return await self._call(ErrorCode.STATE_LOAD_FAILED, f"could not load session {session_id!r}",
                                 self._load, session_id)
 
-    async def save(self, state: AgentState) -> None:
-        """Save ``state`` in one transaction, writing only the messages and usages that
-        are new since this instance's last save or load of the session. A successful save
-        clears a not-resumable mark: the saved state itself now says whether it is resumable.
+    async def save(self, state: AgentState) -> int:
+        """Save ``state`` in one transaction if the stored revision is ``state.revision``,
+        writing only the messages and usages that are new since this instance's last save
+        or load of the session; returns the new revision (``state.revision + 1``). A
+        successful save clears a not-resumable mark: the saved state itself now says
+        whether it is resumable.
 
         Raises:
-            ArkError: ``state_save_failed`` (storage) if the transaction fails; the
-                previous state is then still in place.
+            ArkError: ``state_conflict`` if the stored revision is another one (checked in
+                the same ``BEGIN IMMEDIATE`` transaction as the write, so two processes
+                never both win); ``state_corrupt`` / ``state_version_unsupported`` if the
+                stored state cannot be read or is from a newer arknb (it is never
+                overwritten); ``state_save_failed`` (storage) if the transaction fails. In
+                every case the previous state is still in place.
         """
         if not isinstance(state, AgentState):
             raise invalid_argument(f"save expects an AgentState, got {type(state).__name__}")
         session_id = validate_session_id(state.session_id)
-        await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not save session {session_id!r}",
-                         self._save, state)
+        return await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not save session {session_id!r}",
+                                self._save, state)
 
     async def mark_not_resumable(self, session_id: str) -> None:
         """Mark ``session_id`` not resumable without reading its state, so it works when
@@ -284,13 +309,21 @@ class SQLiteStateStorage:
                 raise self._corrupt(session_id, f"{table}: row {idx} is {type(body).__name__}, not text")
         return [body for _, body in rows]
 
-    def _save(self, state: AgentState) -> None:
+    def _save(self, state: AgentState) -> int:
         session_id = state.session_id
+        revision = state.revision + 1
+        # A shallow copy: the sequences keep their items, so the rows still compare by identity.
+        header = header_json(state.model_copy(update={"revision": revision}))
         sequences = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
         conn = self._connection(create=True)
         known = self._written.get(session_id)
         version = next(self._save_numbers)
         with transaction(conn, write=True):
+            # BEGIN IMMEDIATE holds the write lock from here to the commit: the revision
+            # compared is the one replaced (also against other processes).
+            stored = self._stored_revision(conn, session_id)
+            if stored != state.revision:
+                raise state_conflict(session_id, state.revision, stored, repr(self))
             row = conn.execute(_READ_VERSION, (session_id,)).fetchone()
             # Append only to rows this instance knows: the row must still be the one it
             # last wrote or loaded (another instance may have saved since).
@@ -300,9 +333,39 @@ class SQLiteStateStorage:
                 written = (None,) * len(_SEQUENCES)
             for (_, table), items, before in zip(_SEQUENCES, sequences, written, strict=True):
                 _write_rows(conn, table, session_id, items, before)
-            conn.execute(_WRITE_SESSION, (session_id, header_json(state),
-                                          *map(len, sequences), self._token, version, time.time()))
+            conn.execute(_WRITE_SESSION, (session_id, header, *map(len, sequences), self._token,
+                                          version, time.time()))
         self._written[session_id] = _Written(sequences, self._token, version)
+        return revision
+
+    def _stored_revision(self, conn: sqlite3.Connection, session_id: str) -> int:
+        """The revision of the stored state (0 if there is none), read inside the transaction.
+
+        A header that is not JSON, or whose revision is not an integer, is a state this
+        save must not overwrite; neither is one from a newer arknb.
+        """
+        row = conn.execute(_READ_REVISION, (session_id,)).fetchone()
+        if row is None or row[0]:  # no row, or only marked not resumable
+            return 0
+        _, valid, kind, revision, schema_version = row
+        problem = None
+        if not valid:
+            problem = "its header is not a JSON object"
+        elif kind is not None and kind != "integer":
+            problem = f"its revision is a JSON {kind}, not an integer"
+        elif revision is not None and revision < 0:
+            problem = f"its revision {revision} is negative"
+        if problem is not None:
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                           f"saved state from session {session_id!r} ({self._path}) is corrupt: {problem}; "
+                           "the save was refused, so it stays as it is (delete the session to start over: "
+                           "storage.delete(...) or AgentRuntime(..., fresh=True))")
+        if type(schema_version) is int and schema_version > SCHEMA_VERSION:
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_VERSION_UNSUPPORTED,
+                           f"saved state from session {session_id!r} ({self._path}) has schema_version "
+                           f"{schema_version}, but this arknb writes {SCHEMA_VERSION}; the save was refused "
+                           "so a newer arknb's state is not overwritten")
+        return revision if revision is not None else 0  # a version 2 header has none: revision 0
 
     def _mark(self, session_id: str) -> None:
         conn = self._connection(create=True)

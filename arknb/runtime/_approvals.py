@@ -3,7 +3,8 @@
 Order matters and is kept here: the pending batch is saved with a mandatory write
 FIRST; only after that save succeeds are ``approval.required`` and ``agent.suspended``
 published. If the save fails, the run fails with ``state_save_failed`` and the session
-is marked not resumable: never claim resumable without a save.
+is marked not resumable: never claim resumable without a save. Likewise a decision is
+saved before it is acknowledged, published or acted on.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import TYPE_CHECKING, Callable
 
 from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability
 from ..events import EventTypes
-from ..state import ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
+from ..state import (
+    RESOLVED_APPROVALS_KEPT, ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem,
+    ResolvedApproval,
+)
 from .extensions import ApprovalKind, Resolution
 from .loop_detector import tool_signature
 from .result import StopReason
@@ -79,38 +83,74 @@ def _items(batch: PendingApprovalBatch) -> list[dict]:
 
 
 async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalDecision,
-                         deny_reason: str | None) -> ApprovalDecisionResult:
-    """Record one decision (idempotent); when the batch is fully decided, continue the run."""
-    batch = rt.state.pending_approval
+                         deny_reason: str | None, batch_id: str | None = None) -> ApprovalDecisionResult:
+    """Record one decision (idempotent); when the batch is fully decided, continue the run.
+
+    The decision is a compare-and-swap on the saved state (DESIGN §8): it is saved
+    (mandatory) before anything else happens, and only a saved decision is acknowledged,
+    published (``approval.decided``) and acted on. A failed save leaves the item pending,
+    here and in storage, so trying again later works.
+    """
+    try:
+        await rt.load()  # a runtime that was never loaded decides on its saved batch, not on nothing
+    except ArkError as exc:
+        return ApprovalDecisionResult.failure(approval_id, exc)
+    state = rt.state
+    batch = state.pending_approval
+    if batch is not None and batch_id is not None and batch_id != batch.batch_id:
+        batch = None  # a card of another batch: not this runtime's to decide
     item = batch.find(approval_id) if batch is not None else None
     if item is None:
-        return ApprovalDecisionResult.failure(approval_id, ArkError(
-            ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
-            f"no pending approval with id {approval_id!r} (unknown, or its batch was already resolved)"))
-    if rt.state.not_resumable:
+        return _not_pending(rt, approval_id, batch_id)
+    if state.not_resumable:
         # Deciding the last item would continue the run: a session marked not resumable
         # must never be continued, whatever its saved batch says (seed 000 §9.3).
         return ApprovalDecisionResult.failure(approval_id, ArkError(
             ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
-            f"session {rt.session_id!r} is marked not resumable, so its pending approvals cannot be decided"))
+            f"session {rt.session_id!r} is marked not resumable (a save failed), so its pending approvals "
+            "cannot be decided; send new input to start over (the frozen calls are answered as not executed)"))
     if not item.is_pending():
         # Seed 000 §6.4: deciding again is an idempotent success reporting the current decision.
         return ApprovalDecisionResult.success(approval_id, item.decision, batch.all_decided())
     batch = batch.with_item(item.decide(decision, reason=deny_reason, at=rt._clock()))
-    rt._set_state(pending_approval=batch)
     all_decided = batch.all_decided()
+    if all_decided:
+        # The batch is consumed in the same save that records the last decision: a restore
+        # after a crash can never offer (and so run) the same approved calls again.
+        kept = (state.resolved_approvals + ResolvedApproval.of_batch(batch))[-RESOLVED_APPROVALS_KEPT:]
+        candidate = state.model_copy(update={"pending_approval": None, "resolved_approvals": kept})
+    else:
+        candidate = state.model_copy(update={"pending_approval": batch})
+    saved = await persist(rt, None, "approval_resolved" if all_decided else "approval_decision", mandatory=True,
+                          candidate=candidate, run_id=batch.run_id)
+    if not saved.ok:
+        error = save_error(saved.error)
+        return ApprovalDecisionResult.failure(approval_id, ArkError(
+            error.layer, error.code, f"the decision on approval {approval_id!r} was not recorded, so it was not "
+            f"applied and the call still waits: {error.message}", error.retryability))
     rt._emit(EventTypes.APPROVAL_DECIDED, {
         "batch_id": batch.batch_id, "approval_id": approval_id, "decision": decision.value,
         "deny_reason": deny_reason, "all_decided": all_decided, "kind": item.kind}, run_id=batch.run_id)
     await rt._extensions.on_decided(rt, batch, batch.find(approval_id))
     if not all_decided:
-        # Each decision is saved, so a kernel restart keeps it (a failure here loses only this decision).
-        await persist(rt, None, "approval_decision", mandatory=True)
         return ApprovalDecisionResult.success(approval_id, decision, False)
     rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
         "batch_id": batch.batch_id, "items": _items(batch)}, run_id=batch.run_id)
     rt._continue_after_approval(batch)
     return ApprovalDecisionResult.success(approval_id, decision, True)
+
+
+def _not_pending(rt: AgentRuntime, approval_id: str, batch_id: str | None) -> ApprovalDecisionResult:
+    """The answer for an id that is not pending here: its batch resolved, or it is unknown."""
+    for record in reversed(rt.state.resolved_approvals):
+        if record.approval_id == approval_id and batch_id in (None, record.batch_id):
+            return ApprovalDecisionResult.already_resolved(record)
+    where = f" in batch {batch_id!r}" if batch_id is not None else ""
+    return ApprovalDecisionResult.failure(approval_id, ArkError(
+        ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+        f"no pending approval with id {approval_id!r}{where} in session {rt.session_id!r}: it is unknown "
+        "here, or belongs to another runtime's batch; list the current ones with "
+        "controller.list_pending_approvals()"))
 
 
 class LoopKind(ApprovalKind):

@@ -72,6 +72,8 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
 async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
     await rt._extensions.restored()  # a restored session's extensions hear of it before its first run
     previous = rt.state.current_run_id
+    if new_input is not None and rt.state.not_resumable:
+        _close_stale_run(rt)
     rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=0, last_error=None)
     if resume_reason is not None:
         rt._emit(EventTypes.AGENT_RESUMED, {"reason": resume_reason, "previous_run_id": previous})
@@ -88,17 +90,23 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
         rt._append_history(new_input)
         await persist(rt, ctx, "after_user_input")
     if resume_batch is not None:
-        # Record that the batch is consumed before any of it runs: a restore after a crash
-        # must never offer (and so run) the same approved calls again.
-        saved = await persist(rt, ctx, "approval_resolved", mandatory=True)
-        if not saved.ok:
-            rt._answer_unanswered("not executed: the approval could not be recorded")
-            raise save_error(saved.error)
+        # The last decision's save recorded the batch as consumed before this run began:
+        # a restore after a crash never offers (and so never runs) these calls again.
         return await _run_decided_batch(rt, ctx, resume_batch)
     if resume_reason is not None:
         # A run interrupted without a clean checkpoint may have unanswered calls: pair them first.
         rt._answer_unanswered("interrupted: it is unknown whether this call ran")
     return NextStep.run_again()
+
+
+def _close_stale_run(rt: AgentRuntime) -> None:
+    """New input to a session marked not resumable: its last run can never continue, so it
+    ends here (a frozen batch is dropped, its calls answered as not executed) and the
+    session goes on; the next save records it as resumable again."""
+    rt._set_state(pending_approval=None)
+    rt._answer_unanswered("not executed: the session was marked not resumable (a save failed) before this "
+                          "call could run")
+    rt._set_state(not_resumable=False)
 
 
 async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
@@ -235,7 +243,9 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
     rt._set_state(is_running=reason.resumable, last_error=error.info() if error else None,
                   last_stop_reason=reason.value)
     if not saved_already:
-        saved = await persist_terminal(rt, ctx, run_error=error.info() if error else None)
+        # A cancelled run ends promptly: it does not wait for a save the storage still owes.
+        saved = await persist_terminal(rt, ctx, run_error=error.info() if error else None,
+                                       hurry=reason is StopReason.CANCELLED)
         persisted = persisted and saved.ok
         if not saved.ok and error is None:
             # The run reached its end but could not record it: the result says so (and the

@@ -34,6 +34,7 @@ from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._keywords import keyword_extensions
 from ._loop import drive
+from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from .extensions import Extension
 from .handle import RunHandle
@@ -42,7 +43,7 @@ from .result import AgentRunResult
 
 __all__ = ["AgentRuntime", "RunInput"]
 
-_RESTORE_SEQUENCE_GAP = 10_000
+_DEFAULT_SAVE_TIMEOUT = 30.0
 
 RunInput = str | AgentMessage | ContentPart | Iterable[str | ContentPart | AgentMessage]
 
@@ -63,7 +64,10 @@ class AgentRuntime:
         system_prompt: the system message put before the history on every call.
         hooks: ``AgentHook`` instances to register (more via ``runtime.hooks``).
         storage: where state is saved (default: in memory). ``FileStateStorage(dir)`` survives restarts.
-        session_id: names the saved session (default: a fresh id).
+        session_id: names the saved session (default: a fresh id). A session that has saved
+            state in ``storage`` is continued, never overwritten: the runtime loads it before
+            its first run or decision (or on ``await runtime.load()``). The newest runtime of
+            a session on one storage owns it; an older one in this process is detached.
         max_turns: model calls per run before it stops with ``max_turns``.
         loop_detector: a :class:`LoopDetector` (default 3 identical calls in 8).
         event_bus: share a bus between runtimes (default: a new one).
@@ -71,6 +75,10 @@ class AgentRuntime:
         require_approval: defer dangerous tools to a human (default True).
         secrets: extra strings that must never be saved (API keys are added automatically
             when the model exposes ``secret_values()``).
+        fresh: discard the session's saved state (deleted when the runtime first loads,
+            also a state that cannot be read) and start empty.
+        save_timeout: seconds one save may take before it counts as failed
+            (``state_save_failed`` naming the save and the limit); None for no limit.
         plan_mode: ``PlanMode.OFF`` (default), ``AUTO`` (the model keeps a todo list with the
             built-in ``write_todos`` tool) or ``REVIEW`` (a new plan waits for a person's
             approval; until then only ``read_only`` tools run). DESIGN §14.
@@ -92,7 +100,8 @@ class AgentRuntime:
                  max_turns: int = 20, loop_detector: LoopDetector | None = None, event_bus: EventBus | None = None,
                  config: ModelConfig | None = None, require_approval: bool = True, max_model_retries: int = 2,
                  secrets: Iterable[str] = (), clock: Callable[[], float] | None = None,
-                 state: AgentState | None = None, plan_mode: Any = None, skills: Any = None,
+                 state: AgentState | None = None, fresh: bool = False,
+                 save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
                  extensions: Iterable[Extension] = ()) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
@@ -124,6 +133,13 @@ class AgentRuntime:
             raise invalid_argument(f"clock must be a callable returning seconds, got {type(clock).__name__}")
         if state is not None and not isinstance(state, AgentState):
             raise invalid_argument(f"state must be an AgentState or None, got {type(state).__name__}")
+        if not isinstance(fresh, bool):
+            raise invalid_argument(f"fresh must be a bool, got {fresh!r}")
+        if fresh and state is not None:
+            raise invalid_argument("fresh=True discards the saved state, so it cannot be combined with state=")
+        if save_timeout is not None and (isinstance(save_timeout, bool) or not isinstance(save_timeout, (int, float))
+                                         or not save_timeout > 0):
+            raise invalid_argument(f"save_timeout must be seconds > 0 or None, got {save_timeout!r}")
         if isinstance(extensions, (str, bytes)) or not isinstance(extensions, Iterable):
             raise invalid_argument(f"extensions must be a list of Extension objects, got {type(extensions).__name__}")
         self.model = model
@@ -133,7 +149,9 @@ class AgentRuntime:
         self.storage: StateStorage = storage if storage is not None else MemoryStateStorage()
         if state is not None:
             session_id = state.session_id
-        self.session_id = validate_session_id(session_id) if session_id is not None else f"session-{uuid.uuid4().hex[:12]}"
+        named = session_id is not None
+        self.session_id = validate_session_id(session_id) if named else f"session-{uuid.uuid4().hex[:12]}"
+        self.save_timeout: float | None = float(save_timeout) if save_timeout is not None else None
         self.max_turns = max_turns
         self.max_model_retries = max_model_retries
         self.loop_detector = loop_detector if loop_detector is not None else LoopDetector()
@@ -163,8 +181,22 @@ class AgentRuntime:
         self._active: RunContext | None = None
         self._linted_history = 0  # history is append-only: the secret lint scans only new messages
         self._approval_lock = asyncio.Lock()
+        self._save_lock = asyncio.Lock()  # one save at a time: each is based on the revision the last one stored
+        self._unsettled: list[asyncio.Future] = []  # storage calls that overran their time limit
+        self._fresh = fresh
+        # A given state is loaded already; a generated id names a session nobody saved yet.
+        self._loaded = state is not None or not named
+        self._load_lock = asyncio.Lock()
+        self._detached: str | None = None
+        self._detached_message = ""
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
+        previous = claim(self)
+        self._predecessor: asyncio.Task | None = None
+        if previous is not None:
+            self._predecessor = detach(previous, "replaced", (
+                f"a newer AgentRuntime took session {self.session_id!r} on {self.storage!r}; this one no longer "
+                "runs or decides anything: use the newer runtime"))
         self._extensions.install(lambda name: make_scope(self, name))
         self._offered_tools()  # a tool name two owners claim fails here, not in the first run
         if state is not None:
@@ -178,23 +210,66 @@ class AgentRuntime:
         """Rebuild a runtime from saved state (e.g. after a kernel restart).
 
         A pending approval batch comes back and can be listed, approved or denied; a
-        suspended run can be continued with :meth:`resume`.
+        suspended run can be continued with :meth:`resume`. The same as
+        ``AgentRuntime(model, storage=storage, session_id=session_id, ...)`` followed by
+        ``await runtime.load()``, except that a session with nothing saved is an error
+        (``session_not_found``). Like any new runtime of the session, it detaches an
+        older one of this process.
         """
         if storage is None or not isinstance(storage, StateStorage):
             raise invalid_argument("restore() needs the storage the session was saved to")
-        state = await storage.load(validate_session_id(session_id))
-        if state is None:
+        for option in ("state", "fresh"):
+            if option in options:
+                raise invalid_argument(f"restore() loads the saved state, so it takes no {option}= option")
+        runtime = cls(model, tools=tools, storage=storage, session_id=validate_session_id(session_id), **options)
+        if await runtime._load() is None:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
-        runtime = cls(model, tools=tools, storage=storage, state=state, **options)
-        await runtime._extensions.restored()
         return runtime
+
+    async def load(self) -> AgentState:
+        """Load the session's saved state, if it has one, and return the current state.
+
+        Runs, resumes and decisions call it first, so it is needed only to look at a
+        session before acting on it (``runtime.state``, the pending approvals; a chat
+        widget shows them once loaded). Loading is done once: calling it again returns
+        the state as it is now. After loading a saved state ``state.loaded`` is published.
+
+        Raises:
+            ArkError: the storage's load error if the saved state cannot be read
+                (``state_corrupt`` naming the file, ``state_version_unsupported``,
+                ``state_load_failed``); nothing is saved over it, and every run and
+                decision fails with the same error until it is fixed (or the runtime is
+                created with ``fresh=True``). ``state_conflict`` if this runtime was
+                detached (a newer runtime took the session).
+        """
+        await self._load()
+        return self._state
+
+    async def _load(self) -> AgentState | None:
+        """Load once; returns the saved state found (None if none, or loaded before)."""
+        if self._detached is not None:
+            raise detached_error(self)
+        if self._loaded:
+            return None
+        async with self._load_lock:
+            if self._loaded:
+                return None
+            found = await load_session(self)
+            if found is not None:
+                # The extensions hear of the saved session before anything acts on it; if one
+                # refuses it, the load fails and is tried again next time.
+                self._extensions.mark_restored(found)
+                await self._extensions.restored()
+            self._loaded = True
+            return found
 
     # -- public surface -------------------------------------------------------------
 
     @property
     def state(self) -> AgentState:
-        """The current state: an immutable snapshot (holding it costs nothing)."""
+        """The current state: an immutable snapshot (holding it costs nothing). For a session
+        saved earlier it is empty until the runtime loaded it (:meth:`load`)."""
         return self._state
 
     @property
@@ -213,13 +288,29 @@ class AgentRuntime:
         return self._active is not None
 
     @property
+    def loaded(self) -> bool:
+        """True once the session's saved state (if any) was read (see :meth:`load`)."""
+        return self._loaded
+
+    @property
+    def detached(self) -> str | None:
+        """Why this runtime no longer owns its session (``"replaced"``: a newer runtime took
+        it), or None while it does. A detached runtime refuses runs and decisions."""
+        return self._detached
+
+    @property
     def current_run(self) -> RunHandle | None:
         """The active run's handle (also for runs continued after an approval), or None."""
         ctx = self._active
         return RunHandle(ctx.task, ctx.run_id, self.cancel) if ctx is not None and ctx.task is not None else None
 
     async def run(self, input: RunInput) -> AgentRunResult:
-        """Run to the end and return the result. Cancelling the awaiting task cancels the run."""
+        """Run to the end and return the result. Cancelling the awaiting task cancels the run.
+
+        A saved session is loaded first; if its state cannot be read, the load error is
+        raised and nothing is saved over it.
+        """
+        await self._load()
         handle = self.start(input)
         try:
             return await handle.wait()
@@ -232,11 +323,14 @@ class AgentRuntime:
         """Start a run as a background task on the running loop and return its handle.
 
         This is what widgets use: the notebook cell returns at once, so button clicks
-        keep reaching the kernel while the run streams.
+        keep reaching the kernel while the run streams. A runtime that was not loaded yet
+        loads first, in the task; a refusal found then (a pending approval, a load error)
+        is raised by ``await handle``.
         """
         messages = self._coerce_input(input)
         self._check_can_start(new_input=True)
-        return self._launch(lambda ctx: drive(self, ctx, new_input=messages))
+        return self._launch(lambda ctx: drive(self, ctx, new_input=messages),
+                            recheck=lambda: self._check_state_allows(new_input=True))
 
     async def run_stream(self, input: RunInput) -> AsyncIterator[AgentEvent]:
         """Run and yield every event of the run as it happens; ``runtime.last_result`` holds the result."""
@@ -247,6 +341,7 @@ class AgentRuntime:
             if event.run_id in run_ids:
                 channel.put(event)
 
+        await self._load()
         unsubscribe = self.bus.subscribe("*", listener)
         handle: RunHandle | None = None
         try:
@@ -290,7 +385,7 @@ class AgentRuntime:
 
     def _cancel_paused(self) -> bool:
         state = self._state
-        if not state.is_running or state.not_resumable:
+        if not state.is_running or state.not_resumable or self._detached is not None or not self._loaded:
             return False
         try:
             asyncio.get_running_loop()
@@ -313,11 +408,19 @@ class AgentRuntime:
 
     async def resume(self) -> AgentRunResult:
         """Continue a suspended run with a fresh model call and wait for it."""
+        await self._load()
         return await self.start_resume().wait()
 
     def start_resume(self) -> RunHandle:
         """Continue a suspended run in the background (what the widget's Resume button calls)."""
         self._check_can_start(new_input=False)
+        if not self._loaded:
+            return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"),
+                                recheck=self._check_resumable)
+        self._check_resumable()
+        return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"))
+
+    def _check_resumable(self) -> None:
         state = self._state
         if state.not_resumable:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
@@ -328,7 +431,6 @@ class AgentRuntime:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
                            f"session {self.session_id!r} has no suspended run to resume "
                            f"(last run ended {state.last_stop_reason or 'never started'})")
-        return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"))
 
     # -- ApprovalHost ---------------------------------------------------------------
 
@@ -337,15 +439,22 @@ class AgentRuntime:
         return self._state.pending_approval
 
     async def apply_approval_decision(self, approval_id: str, decision: ApprovalDecision,
-                                      deny_reason: str | None = None) -> ApprovalDecisionResult:
-        """Apply one decision (the controller's only way in)."""
+                                      deny_reason: str | None = None, *,
+                                      batch_id: str | None = None) -> ApprovalDecisionResult:
+        """Apply one decision (the controller's only way in); ok only once it is saved.
+
+        With ``batch_id``, only an item of that batch is decided (a card of another batch
+        is refused).
+        """
         async with self._approval_lock:
-            await self._extensions.restored()
-            return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason)
+            if self._detached is not None:
+                return ApprovalDecisionResult.failure(approval_id, detached_error(self))
+            await self._extensions.restored()  # a state given to the constructor: tell the extensions first
+            return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
 
     # -- helpers the phases use ------------------------------------------------------
 
-    def _launch(self, make: Callable[[RunContext], Any]) -> RunHandle:
+    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None) -> RunHandle:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -354,17 +463,30 @@ class AgentRuntime:
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
         ctx = RunContext(self._new_id("run"))
         self._active = ctx
-        ctx.task = loop.create_task(self._guarded(ctx, make(ctx)), name=f"arknb-{ctx.run_id}")
+        pending_load = recheck if not self._loaded else None
+        ctx.task = loop.create_task(self._guarded(ctx, make, pending_load), name=f"arknb-{ctx.run_id}")
+        if pending_load is not None:
+            # A refusal found after loading is raised by `await handle`; nobody awaiting it is fine.
+            ctx.task.add_done_callback(lambda task: task.cancelled() or task.exception())
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
 
-    async def _guarded(self, ctx: RunContext, body) -> AgentRunResult:
+    async def _guarded(self, ctx: RunContext, make: Callable[[RunContext], Any],
+                       recheck: Callable[[], None] | None) -> AgentRunResult:
+        if recheck is not None:
+            # The checks start() made on the empty state, made again on the loaded one.
+            try:
+                await self._load()
+                recheck()
+            except BaseException:
+                self._release(ctx)
+                raise
         ctx.started = True
-        result = await body
+        result = await make(ctx)
         self.last_result = result
         return result
 
     def _continue_after_approval(self, batch: PendingApprovalBatch) -> None:
-        self._set_state(pending_approval=None)
+        # The saved state already holds the batch as consumed (the last decision's save).
         self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason="approval"))
 
     def _release(self, ctx: RunContext) -> None:
@@ -372,13 +494,21 @@ class AgentRuntime:
             self._active = None
 
     def _check_can_start(self, *, new_input: bool) -> None:
+        if self._detached is not None:
+            raise detached_error(self)
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
                            f"run {self._active.run_id} is still active; await it, or cancel() it first")
-        if new_input and self._state.pending_approval is not None:
+        self._check_state_allows(new_input=new_input)
+
+    def _check_state_allows(self, *, new_input: bool) -> None:
+        state = self._state
+        if new_input and state.pending_approval is not None and not state.not_resumable:
             # Seed 000 §10.2: new input must not clear a frozen batch and leave unpaired calls.
+            # (A batch of a session marked not resumable can never be decided: new input
+            # ends it, answering its calls as not executed, so the session is never stuck.)
             # The batch's kind words the refusal (e.g. pending_plan_review_blocks_input).
-            raise self._extensions.blocks_input_error(self._state.pending_approval)
+            raise self._extensions.blocks_input_error(state.pending_approval)
 
     def _coerce_input(self, value: Any) -> tuple[AgentMessage, ...]:
         if isinstance(value, str):
@@ -439,11 +569,11 @@ class AgentRuntime:
             self._append_history(tool_message(c, ToolResult.from_text(why, is_error=True, error_code=ErrorCode.NOT_EXECUTED.value))
                                  for c in calls)
 
-    def _stamp_state(self) -> AgentState:
+    def _stamped(self, state: AgentState) -> AgentState:
+        """``state`` with the bookkeeping a save records (sequence, time, loop window)."""
         window, forgiven = self.loop_detector.snapshot()
-        self._state = self._state.model_copy(update={"event_sequence": self._seq, "updated_at": self._clock(),
-                                                     "loop_window": window, "loop_forgiven": forgiven})
-        return self._state
+        return state.model_copy(update={"event_sequence": self._seq, "updated_at": self._clock(),
+                                        "loop_window": window, "loop_forgiven": forgiven})
 
     def _build_request(self) -> ModelRequest:
         state = self._state
@@ -463,5 +593,6 @@ class AgentRuntime:
         return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
     def __repr__(self) -> str:
+        detached = f", detached={self._detached!r}" if self._detached is not None else ""
         return (f"AgentRuntime(session_id={self.session_id!r}, tools={list(self.tools.names())}, "
-                f"hooks={self.hooks.names()}, running={self.is_running})")
+                f"hooks={self.hooks.names()}, running={self.is_running}{detached})")

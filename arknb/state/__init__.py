@@ -9,7 +9,8 @@ from .migrations import MIGRATIONS, migrate
 
 # approvals
 from .approvals import (
-    ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
+    RESOLVED_APPROVALS_KEPT, ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch,
+    PendingApprovalItem, ResolvedApproval,
 )
 
 # plans and skills (the values the planner and skills extensions keep in their slices)
@@ -18,14 +19,15 @@ from .skills import SKILLS_SLICE, active_skills_of
 
 # storage
 from .file_storage import FileStateStorage
-from .storage import MemoryStateStorage, StateStorage, validate_session_id
+from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_location, validate_session_id
 
 # security
 from .secrets import SecretLint
 
 __all__ = [
-    "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "SCHEMA_VERSION", "SKILLS_SLICE", "AgentState", "ApprovalDecision",
-    "ApprovalDecisionResult", "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
-    "PendingApprovalItem", "PendingPlanReview", "Plan", "PlanItem", "SecretLint", "StateStorage", "TodoStatus",
-    "active_skills_of", "migrate", "plan_of", "validate_session_id",
+    "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION", "SKILLS_SLICE",
+    "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall", "FileStateStorage",
+    "MemoryStateStorage", "PendingApprovalBatch", "PendingApprovalItem", "PendingPlanReview", "Plan", "PlanItem",
+    "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus", "active_skills_of", "migrate", "plan_of",
+    "state_conflict", "storage_location", "validate_session_id",
 ]

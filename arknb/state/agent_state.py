@@ -18,12 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLayer, Usage
 
-from .approvals import PendingApprovalBatch
+from .approvals import PendingApprovalBatch, ResolvedApproval
 from .migrations import SCHEMA_VERSION, migrate
 from .plan import Plan, plan_of
 from .skills import active_skills_of
 
-__all__ = ["SCHEMA_VERSION", "AgentState"]
+__all__ = ["SCHEMA_VERSION", "AgentState", "parse_document"]
 
 
 class AgentState(BaseModel):
@@ -55,6 +55,10 @@ class AgentState(BaseModel):
         extensions: one JSON-ready slice per runtime extension, keyed by the extension's
             name (DESIGN §14); ``state.plan``, ``state.active_skills`` and
             ``state.context_summaries`` read theirs.
+        resolved_approvals: the decisions of the most recently resolved batches (the last
+            ``RESOLVED_APPROVALS_KEPT``), so a decision repeated after its batch resolved
+            gets ``approval_already_resolved`` with the decision that stands (an optional
+            field added within schema version 3).
 
     Example:
         >>> state = AgentState(session_id="demo")
@@ -83,6 +87,7 @@ class AgentState(BaseModel):
     updated_at: float = 0.0
     revision: int = Field(default=0, ge=0)
     extensions: dict[str, Any] = Field(default_factory=dict)
+    resolved_approvals: tuple[ResolvedApproval, ...] = ()
 
     @property
     def plan(self) -> Plan | None:
@@ -108,7 +113,12 @@ class AgentState(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes, *, source: str = "<memory>") -> AgentState:
-        """Parse a saved document, migrating older schema versions first.
+        """Parse a saved document strictly, migrating older schema versions first.
+
+        Strict means nothing is guessed (DESIGN §8): no type coercion (``"is_running":
+        "yes"`` or ``"total_loop_count": "3"`` is corrupt), no NaN or Infinity, no field
+        this arknb does not know (it is named in the error), no nesting deep enough to
+        exhaust the parser. A UTF-8 byte order mark is accepted.
 
         Args:
             text: the JSON document.
@@ -119,17 +129,51 @@ class AgentState(BaseModel):
                 document; ``state_version_unsupported`` (storage) if it comes from a
                 newer arknb. Either way nothing is half-read.
         """
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = bytes(text).decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                raise _corrupt(source, f"not UTF-8 text ({exc.reason})") from None
+        elif isinstance(text, str) and text.startswith(_BOM):
+            text = text[len(_BOM):]
+        doc = parse_document(text, source=source)
+        migrated = migrate(doc, source=source)
+        if migrated is not doc:  # an older version: validate what the migrations made of it
+            text = json.dumps(migrated, ensure_ascii=False)
         try:
-            doc = json.loads(text)
-        except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise _corrupt(source, f"not valid JSON ({exc})") from None
-        if not isinstance(doc, dict):
-            raise _corrupt(source, f"expected a JSON object, got {type(doc).__name__}")
-        doc = migrate(doc, source=source)
-        try:
-            return cls.model_validate(doc)
+            return cls.model_validate_json(text, strict=True, extra="forbid")
         except ValidationError as exc:
             raise _corrupt(source, _describe(exc)) from None
+        except RecursionError:
+            raise _corrupt(source, _TOO_DEEP) from None
+
+
+_BOM = "\ufeff"
+_TOO_DEEP = "nested too deeply to be a state document"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_document(text: str, *, source: str = "<memory>") -> dict[str, Any]:
+    """The JSON object of a saved state, parsed but not yet validated.
+
+    NaN and Infinity (which Python's ``json`` would accept) are refused, and so is
+    nesting too deep for the parser (a ``RecursionError`` never escapes).
+
+    Raises:
+        ArkError: ``state_corrupt`` naming ``source``.
+    """
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise _corrupt(source, _TOO_DEEP) from None
+    except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise _corrupt(source, f"not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise _corrupt(source, f"expected a JSON object, got {type(doc).__name__}")
+    return doc
 
 
 def _corrupt(source: str, detail: str) -> ArkError:
@@ -143,7 +187,13 @@ def _describe(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors(include_url=False, include_input=False)[:5]:
         location = ".".join(str(part) for part in error["loc"]) or "<document>"
-        problems.append(f"{location}: {error['msg']}")
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{location}: unknown field (not written by this arknb: a newer version "
+                            "or a hand edit?)")
+        elif error["type"] == "recursion_loop" or "recursion limit" in error["msg"]:
+            problems.append(f"{location}: {_TOO_DEEP}")
+        else:
+            problems.append(f"{location}: {error['msg']}")
     more = exc.error_count() - len(problems)
     if more > 0:
         problems.append(f"and {more} more")

@@ -21,8 +21,8 @@ from arknb.domain import (
 )
 
 __all__ = [
-    "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall", "PendingApprovalBatch",
-    "PendingApprovalItem",
+    "RESOLVED_APPROVALS_KEPT", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall",
+    "PendingApprovalBatch", "PendingApprovalItem", "ResolvedApproval",
 ]
 
 _FROZEN = ConfigDict(frozen=True)
@@ -176,6 +176,38 @@ class PendingApprovalBatch(BaseModel):
         return self.model_copy(update={"items": items})
 
 
+RESOLVED_APPROVALS_KEPT = 64
+"""How many decisions of resolved batches a state remembers (``AgentState.resolved_approvals``)."""
+
+
+class ResolvedApproval(BaseModel):
+    """The decision recorded for one item of a batch that has resolved.
+
+    A state keeps the last :data:`RESOLVED_APPROVALS_KEPT` of them, so a decision that
+    arrives after its batch resolved (a second click, a stale card, a retry after a
+    restart) is answered with ``approval_already_resolved`` and the decision that
+    stands, rather than ``approval_not_found``.
+    """
+
+    model_config = _FROZEN
+
+    approval_id: str
+    batch_id: str
+    call_id: str
+    tool_name: str
+    decision: ApprovalDecision
+    deny_reason: str | None = None
+    decided_at: float | None = None
+
+    @classmethod
+    def of_batch(cls, batch: PendingApprovalBatch) -> tuple[ResolvedApproval, ...]:
+        """One record per item of a fully decided ``batch``, in batch order."""
+        return tuple(cls(approval_id=item.approval_id, batch_id=batch.batch_id, call_id=item.tool_call.id,
+                         tool_name=item.tool_call.name, decision=item.decision, deny_reason=item.deny_reason,
+                         decided_at=item.decided_at)
+                     for item in batch.items)
+
+
 class ApprovalDecisionResult(BaseModel):
     """What ``controller.approve/deny`` returns (seed 000 §8.3).
 
@@ -203,3 +235,14 @@ class ApprovalDecisionResult(BaseModel):
         """A decision that could not be applied (e.g. ``approval_not_found``)."""
         return cls(ok=False, approval_id=approval_id, decision="error", all_decided=False,
                    error=error.info())
+
+    @classmethod
+    def already_resolved(cls, record: ResolvedApproval) -> ApprovalDecisionResult:
+        """A decision that came after its batch resolved: not applied (``ok=False``, error
+        ``approval_already_resolved``); ``decision`` is the one that stands."""
+        error = ArkError(ErrorLayer.RUNTIME, ErrorCode.APPROVAL_ALREADY_RESOLVED,
+                         f"approval {record.approval_id!r} ({record.tool_name}) was already decided "
+                         f"{record.decision.value} and its batch {record.batch_id!r} has resolved; "
+                         "nothing was changed and nothing runs again")
+        return cls(ok=False, approval_id=record.approval_id, decision=record.decision.value,
+                   all_decided=True, error=error.info())

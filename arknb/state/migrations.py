@@ -15,7 +15,9 @@ Version history:
 * 3 — adds ``revision`` (the stored revision a state was read or saved at: saves are a
   compare-and-swap on it, DESIGN §8) and ``extensions`` (one JSON slice per runtime
   extension, DESIGN §14: the plan, active skills, context summaries, ...). A version 2
-  document has neither; it reads as revision 0 with no slices.
+  document has neither; it reads as revision 0 with no slices. ``resolved_approvals``
+  (the decisions of recently resolved batches) is an optional field added within
+  version 3.
 """
 
 from __future__ import annotations

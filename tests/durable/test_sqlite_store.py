@@ -28,7 +28,7 @@ def db(tmp_path):
 
 @pytest.fixture
 def full_state() -> AgentState:
-    return make_full_state()
+    return make_full_state(revision=0)
 
 
 @pytest.fixture
@@ -68,6 +68,22 @@ def _messages(*texts: str) -> tuple[AgentMessage, ...]:
     return tuple(AgentMessage.user(text) for text in texts)
 
 
+def _stored_revision(db, session_id: str) -> int:
+    if not db.exists():
+        return 0
+    rows = _sql(db, "SELECT json_extract(header, '$.revision') FROM sessions WHERE session_id = ?",
+                params=(session_id,))
+    return rows[0][0] or 0 if rows else 0
+
+
+async def _save(storage: SQLiteStateStorage, state: AgentState) -> AgentState:
+    """Save ``state`` over whatever the database holds (as a runtime that loaded it would);
+    returns the state as saved, with its new revision."""
+    state = state.model_copy(update={"revision": _stored_revision(storage.path, state.session_id)})
+    revision = await storage.save(state)
+    return state.model_copy(update={"revision": revision})
+
+
 # -- the protocol, creation, reopening -------------------------------------------------------
 
 
@@ -82,7 +98,7 @@ async def test_first_save_creates_the_parent_directories(tmp_path, full_state):
     db = tmp_path / "new" / "dir" / "state.sqlite3"
     storage = SQLiteStateStorage(db)
     assert not (tmp_path / "new").exists()  # opened lazily
-    await storage.save(full_state)
+    await _save(storage, full_state)
     await storage.aclose()
     assert db.is_file()
     assert _sql(db, "SELECT value FROM store_meta WHERE key = 'layout_version'") == [(str(LAYOUT_VERSION),)]
@@ -99,18 +115,18 @@ async def test_reads_of_a_missing_database_create_nothing(tmp_path):
 
 async def test_reopen_after_close_returns_an_equal_state(db, full_state):
     first = SQLiteStateStorage(db)
-    await first.save(full_state)
+    saved = await _save(first, full_state)
     await first.mark_not_resumable("ghost")
     await first.aclose()
 
     second = SQLiteStateStorage(db)
-    assert await second.load("demo") == full_state
+    assert await second.load("demo") == saved
     assert await second.list_sessions() == ["demo", "ghost"]
     await second.aclose()
 
 
 async def test_rows_hold_the_header_and_one_json_message_each(store, db, full_state):
-    await store.save(full_state)
+    await _save(store, full_state)
     [(header, history_len, not_resumable)] = _sql(
         db, "SELECT header, history_len, not_resumable FROM sessions WHERE session_id = 'demo'")
     assert '"history"' not in header and f'"schema_version":{SCHEMA_VERSION}' in header
@@ -123,28 +139,28 @@ async def test_rows_hold_the_header_and_one_json_message_each(store, db, full_st
 
 
 async def test_a_save_after_one_appended_message_writes_exactly_one_message_row(store, db, full_state):
-    await store.save(full_state)
+    await _save(store, full_state)
     _audit(db)
     n = len(full_state.history)
 
     grown = full_state.model_copy(update={"history": full_state.history + _messages("one more")})
-    await store.save(grown)
+    await _save(store, grown)
     assert _audited(db) == [("insert", n)]
 
     again = grown.model_copy(update={"event_sequence": 99})  # same history: no message row at all
-    await store.save(again)
+    again = await _save(store, again)
     assert _audited(db) == []
     assert await store.load("demo") == again
 
 
 async def test_a_save_after_one_model_call_writes_one_message_and_one_usage_row(store, db, full_state):
-    await store.save(full_state)
+    await _save(store, full_state)
     _audit(db)
     n, k = len(full_state.history), len(full_state.usages)
 
     grown = full_state.model_copy(update={"history": full_state.history + _messages("answer"),
                                           "usages": full_state.usages + (Usage(input_tokens=4),)})
-    await store.save(grown)
+    grown = await _save(store, grown)
 
     assert _audited(db, "messages") == [("insert", n)]
     assert _audited(db, "usages") == [("insert", k)]
@@ -154,21 +170,20 @@ async def test_a_save_after_one_model_call_writes_one_message_and_one_usage_row(
 
 async def test_a_load_primes_the_next_save_to_append(db, full_state):
     writer = SQLiteStateStorage(db)
-    await writer.save(full_state)
+    await _save(writer, full_state)
     await writer.aclose()
     _audit(db)
 
     reader = SQLiteStateStorage(db)
     loaded = await reader.load("demo")
     grown = loaded.model_copy(update={"history": loaded.history + _messages("after restore")})
-    await reader.save(grown)
+    await _save(reader, grown)
     assert _audited(db) == [("insert", len(full_state.history))]
     await reader.aclose()
 
 
 async def test_a_load_by_the_saving_instance_keeps_both_states_appending(store, db):
-    saved = AgentState(session_id="s", history=_messages("m0", "m1"))
-    await store.save(saved)
+    saved = await _save(store, AgentState(session_id="s", history=_messages("m0", "m1")))
     _audit(db)
     loaded = await store.load("s")
     assert loaded == saved
@@ -176,20 +191,20 @@ async def test_a_load_by_the_saving_instance_keeps_both_states_appending(store, 
     # so what follows from either state is compared by pointer, not field by field.
     assert all(a is b for a, b in zip(loaded.history, saved.history, strict=True))
 
-    await store.save(saved.model_copy(update={"history": saved.history + _messages("from saved")}))
+    await _save(store, saved.model_copy(update={"history": saved.history + _messages("from saved")}))
     assert _audited(db) == [("insert", 2)]
     await store.load("s")
-    await store.save(loaded.model_copy(update={"history": loaded.history + _messages("from loaded")}))
+    await _save(store, loaded.model_copy(update={"history": loaded.history + _messages("from loaded")}))
     assert _audited(db) == [("delete", 2), ("insert", 2)]  # only the one message that differs
 
 
 async def test_a_rewritten_history_is_replaced_from_its_first_difference(store, db):
     m = _messages("m0", "m1", "m2", "m3", "m4", "m5")
-    await store.save(AgentState(session_id="s", history=m))
+    await _save(store, AgentState(session_id="s", history=m))
     _audit(db)
 
     replaced = (m[0], m[1], AgentMessage.user("summary of m2-m4"), m[5])  # a hook compressed history
-    await store.save(AgentState(session_id="s", history=replaced))
+    await _save(store, AgentState(session_id="s", history=replaced))
     assert _audited(db) == [("delete", 2), ("delete", 3), ("delete", 4), ("delete", 5),
                             ("insert", 2), ("insert", 3)]
     loaded = (await store.load("s")).history
@@ -197,26 +212,26 @@ async def test_a_rewritten_history_is_replaced_from_its_first_difference(store, 
 
     # Edits of the loaded history (the load primed the store with its messages):
     longer = (*loaded[:3], AgentMessage.user("new m3"), AgentMessage.user("m4"))
-    await store.save(AgentState(session_id="s", history=longer))
+    await _save(store, AgentState(session_id="s", history=longer))
     assert _audited(db) == [("delete", 3), ("insert", 3), ("insert", 4)]
     assert (await store.load("s")).history == longer
 
     shorter = longer[:1]
-    await store.save(AgentState(session_id="s", history=shorter))
+    await _save(store, AgentState(session_id="s", history=shorter))
     assert _audited(db) == [("delete", 1), ("delete", 2), ("delete", 3), ("delete", 4)]
     assert (await store.load("s")).history == shorter
 
-    await store.save(AgentState(session_id="s"))
+    await _save(store, AgentState(session_id="s"))
     assert (await store.load("s")).history == ()
 
 
 async def test_equal_messages_keep_their_rows(store, db):
     """Messages that are not the same objects but equal ones serialise the same: no row changes."""
-    await store.save(AgentState(session_id="s", history=_messages("a", "b")))
+    await _save(store, AgentState(session_id="s", history=_messages("a", "b")))
     _audit(db)
-    await store.save(AgentState(session_id="s", history=_messages("a", "b", "c")))
+    await _save(store, AgentState(session_id="s", history=_messages("a", "b", "c")))
     assert _audited(db) == [("insert", 2)]
-    await store.save(AgentState(session_id="s", history=_messages("a", "x", "c")))
+    await _save(store, AgentState(session_id="s", history=_messages("a", "x", "c")))
     assert _audited(db) == [("delete", 1), ("delete", 2), ("insert", 1), ("insert", 2)]
 
 
@@ -230,7 +245,7 @@ async def test_two_instances_interleaving_saves_of_one_session_always_load_the_l
             # leave the other's messages in the middle of this one's conversation.
             histories[writer] += _messages(f"{'ab'[step % 2]}{step}")
             state = AgentState(session_id="s", history=histories[writer], event_sequence=step)
-            await writer.save(state)
+            state = await _save(writer, state)
             assert await reader.load("s") == state
             assert await writer.load("s") == state
     finally:
@@ -240,15 +255,15 @@ async def test_two_instances_interleaving_saves_of_one_session_always_load_the_l
 
 async def test_a_second_instance_that_loaded_the_session_appends_to_it(db):
     first, second = SQLiteStateStorage(db), SQLiteStateStorage(db)
-    await first.save(AgentState(session_id="s", history=_messages("one", "two")))
+    await _save(first, AgentState(session_id="s", history=_messages("one", "two")))
     _audit(db)
     loaded = await second.load("s")
-    await second.save(loaded.model_copy(update={"history": loaded.history + _messages("three")}))
+    await _save(second, loaded.model_copy(update={"history": loaded.history + _messages("three")}))
     assert _audited(db) == [("insert", 2)]
 
     # first's picture of the rows is now stale: its next save rewrites them all.
     state = AgentState(session_id="s", history=_messages("one", "two", "four"))
-    await first.save(state)
+    state = await _save(first, state)
     assert [op for op, _ in _audited(db)] == ["delete"] * 3 + ["insert"] * 3
     assert await second.load("s") == state
     await first.aclose()
@@ -256,22 +271,30 @@ async def test_a_second_instance_that_loaded_the_session_appends_to_it(db):
 
 
 async def test_concurrent_saves_of_one_session_land_one_after_the_other(store):
-    states = [make_full_state("race", metadata={"n": n}, event_sequence=n,
+    # Each based on the revision the one before it stores: all land, in call order.
+    states = [make_full_state("race", metadata={"n": n}, event_sequence=n, revision=n,
                               history=_messages(*(f"m{i}" for i in range(n))))
               for n in range(12)]
-    await asyncio.gather(*(store.save(state) for state in states))
-    assert await store.load("race") == states[-1]  # one worker thread: saves run in call order
+    assert await asyncio.gather(*(store.save(state) for state in states)) == list(range(1, 13))
+    assert await store.load("race") == states[-1].model_copy(update={"revision": 12})
+
+
+async def test_concurrent_saves_from_one_revision_let_exactly_one_land(store):
+    states = [AgentState(session_id="race", event_sequence=n) for n in range(12)]
+    outcomes = await asyncio.gather(*(store.save(state) for state in states), return_exceptions=True)
+    assert outcomes[0] == 1  # one worker thread: the first call is the first save
+    assert all(isinstance(o, ArkError) and o.code == "state_conflict" for o in outcomes[1:])
+    assert await store.load("race") == states[0].model_copy(update={"revision": 1})
 
 
 async def test_a_failed_save_leaves_the_previous_state(store, db):
-    old = AgentState(session_id="s", history=_messages("old"))
-    await store.save(old)
+    old = await _save(store, AgentState(session_id="s", history=_messages("old")))
     _sql(db, "CREATE TRIGGER refuse BEFORE INSERT ON messages "
              "BEGIN SELECT RAISE(ABORT, 'disk full (injected)'); END")
 
     new = old.model_copy(update={"history": old.history + _messages("new"), "event_sequence": 5})
     with pytest.raises(ArkError) as info:
-        await store.save(new)
+        await _save(store, new)
 
     assert info.value.code == "state_save_failed" and info.value.layer == "storage"
     assert info.value.retryability == "conditional"
@@ -279,8 +302,8 @@ async def test_a_failed_save_leaves_the_previous_state(store, db):
     assert isinstance(info.value.__cause__, sqlite3.Error)
     assert await store.load("s") == old  # the session row was not half-updated
     _sql(db, "DROP TRIGGER refuse")
-    await store.save(new)
-    assert await store.load("s") == new
+    new = await _save(store, new)
+    assert await store.load("s") == new and new.revision == 2
 
 
 async def test_an_unwritable_location_is_state_save_failed(tmp_path):
@@ -294,7 +317,7 @@ async def test_an_unwritable_location_is_state_save_failed(tmp_path):
 
 
 async def test_an_unreadable_table_is_state_load_failed(store, db):
-    await store.save(AgentState(session_id="s", history=_messages("x")))
+    await _save(store, AgentState(session_id="s", history=_messages("x")))
     _sql(db, "DROP TABLE messages")
     with pytest.raises(ArkError) as info:
         await store.load("s")
@@ -326,7 +349,7 @@ async def _corrupted(db, full_state, kind: str) -> bytes:
     and the bytes compared are the whole database.
     """
     storage = SQLiteStateStorage(db)
-    await storage.save(full_state)
+    await _save(storage, full_state)
     await storage.aclose()
     _sql(db, CORRUPTIONS[kind])
     return db.read_bytes()
@@ -371,18 +394,18 @@ async def test_mark_not_resumable_works_on_a_corrupt_session_and_keeps_its_rows(
 
 
 async def test_a_marked_session_with_a_state_loads_not_resumable_and_a_save_clears_it(store, db):
-    await store.save(AgentState(session_id="s", is_running=True))
+    await _save(store, AgentState(session_id="s", is_running=True))
     await store.mark_not_resumable("s")
     loaded = await store.load("s")
     assert loaded.not_resumable is True and loaded.is_running is True
     assert _sql(db, "SELECT header IS NOT NULL, not_resumable FROM sessions") == [(1, 1)]
-    await store.save(AgentState(session_id="s"))
+    await _save(store, AgentState(session_id="s"))
     assert _sql(db, "SELECT not_resumable FROM sessions") == [(0,)]
 
 
 async def test_a_newer_layout_is_refused_and_the_file_is_unchanged(db):
     storage = SQLiteStateStorage(db)
-    await storage.save(AgentState(session_id="s"))
+    await _save(storage, AgentState(session_id="s"))
     await storage.aclose()
     _sql(db, "UPDATE store_meta SET value = ? WHERE key = 'layout_version'", params=(str(LAYOUT_VERSION + 1),))
     before = db.read_bytes()
@@ -398,7 +421,7 @@ async def test_a_newer_layout_is_refused_and_the_file_is_unchanged(db):
 
 
 async def test_a_newer_state_schema_in_the_header_is_refused(store, db):
-    await store.save(AgentState(session_id="s"))
+    await _save(store, AgentState(session_id="s"))
     _sql(db, "UPDATE sessions SET header = replace(header, '\"schema_version\":3', '\"schema_version\":99')")
     with pytest.raises(ArkError) as info:
         await store.load("s")
@@ -406,7 +429,7 @@ async def test_a_newer_state_schema_in_the_header_is_refused(store, db):
 
 
 async def test_an_old_schema_header_is_migrated_on_load(store, db):
-    await store.save(AgentState(session_id="s", history=_messages("hi")))
+    await _save(store, AgentState(session_id="s", history=_messages("hi")))
     v1_header = '{"session_id": "s", "usage": [{"input_tokens": 3}]}'
     _sql(db, "UPDATE sessions SET header = ?", params=(v1_header,))
     state = await store.load("s")
@@ -444,8 +467,8 @@ async def test_another_applications_database_is_refused_and_unchanged(db):
 async def test_an_empty_file_becomes_a_store(db):
     db.touch()
     storage = SQLiteStateStorage(db)
-    await storage.save(AgentState(session_id="s"))
-    assert await storage.load("s") == AgentState(session_id="s")
+    assert await storage.save(AgentState(session_id="s")) == 1
+    assert await storage.load("s") == AgentState(session_id="s", revision=1)
     await storage.aclose()
 
 
@@ -454,7 +477,7 @@ async def test_an_empty_file_becomes_a_store(db):
 
 async def test_a_closed_store_refuses_every_call_clearly(db):
     storage = SQLiteStateStorage(db)
-    await storage.save(AgentState(session_id="s"))
+    await _save(storage, AgentState(session_id="s"))
     await storage.aclose()
     await storage.aclose()  # closing again is fine
     storage.close()

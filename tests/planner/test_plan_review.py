@@ -109,7 +109,9 @@ async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(t
     assert result.stop_reason == "completed" and result.text == "The api is back."
     assert effects.read_text() == "restart api\n"  # ran once, after the approval
     assert runtime.state.plan.version == 2 and runtime.state.plan.finished
-    assert [e.type for e in log.events[:2]] == [EventTypes.APPROVAL_DECIDED, EventTypes.PLAN_REVIEW_RESOLVED]
+    # The decision is saved before it is announced, and the review's own event follows it.
+    assert [e.type for e in log.events[:3]] == [EventTypes.STATE_PERSISTED, EventTypes.APPROVAL_DECIDED,
+                                                EventTypes.PLAN_REVIEW_RESOLVED]
     updated = [e.payload for e in log.of(EventTypes.PLAN_UPDATED)]
     assert [(u["change"], u["approved"]) for u in updated] == [("new", True), ("status", True)]
     # The first model call after the restore sees the approved plan and the tool's answer.

@@ -97,14 +97,14 @@ class FaultyStorage(MemoryStateStorage):
         self.saved: list[AgentState] = []
         self.marked: list[str] = []
 
-    async def save(self, state: AgentState) -> None:
+    async def save(self, state: AgentState) -> int:
         self.saves += 1
         failing = self.saves in self.fail_on or (self.fail_if is not None and self.fail_if(state))
         self.log.append(("save", self.saves, "failed" if failing else "ok"))
         if failing:
             raise OSError(f"disk full (injected on save #{self.saves})")
         self.saved.append(state)
-        await super().save(state)
+        return await super().save(state)
 
     async def mark_not_resumable(self, session_id: str) -> None:
         self.marked.append(session_id)

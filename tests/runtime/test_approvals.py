@@ -171,7 +171,10 @@ async def test_resolution_publishes_approval_resolved_and_agent_resumed():
 
     types = log.types()
     tail = types[types.index(EventTypes.AGENT_SUSPENDED) + 1:]
-    assert tail[:3] == [EventTypes.APPROVAL_DECIDED, EventTypes.APPROVAL_RESOLVED, EventTypes.AGENT_RESUMED]
+    # The decision is saved (consuming the batch) before it is announced.
+    assert tail[:4] == [EventTypes.STATE_PERSISTED, EventTypes.APPROVAL_DECIDED, EventTypes.APPROVAL_RESOLVED,
+                        EventTypes.AGENT_RESUMED]
+    assert log.events[types.index(EventTypes.APPROVAL_DECIDED) - 1].payload["reason"] == "approval_resolved"
     [resolved] = log.of(EventTypes.APPROVAL_RESOLVED)
     assert resolved.payload["items"][0]["decision"] == "approved"
     [resumed] = log.of(EventTypes.AGENT_RESUMED)
@@ -209,19 +212,30 @@ async def test_continuation_runs_in_background():
     assert result.stop_reason == "completed" and runtime.current_run is None
 
 
-async def test_unknown_or_consumed_approval_id_returns_approval_not_found():
+async def test_unknown_approval_id_returns_approval_not_found():
     runtime, _, _ = make_runtime([dangerous_turn(), "Done."])
     await runtime.run("go")
-    [item] = runtime.controller.list_pending_approvals()
 
     unknown = await runtime.controller.approve("approval_does_not_exist")
-    assert not unknown.ok and unknown.error.code == "approval_not_found" and unknown.decision == "error"
 
+    assert not unknown.ok and unknown.error.code == "approval_not_found" and unknown.decision == "error"
+    assert runtime.state.pending_approval is not None
+
+
+async def test_decision_after_the_batch_resolved_is_approval_already_resolved_with_the_recorded_decision():
+    runtime, tools, _ = make_runtime([dangerous_turn(), "Done."])
+    await runtime.run("go")
+    [item] = runtime.controller.list_pending_approvals()
     await runtime.controller.approve(item.approval_id)
     await finish_background(runtime)
-    consumed = await runtime.controller.deny(item.approval_id, "too late")
-    assert not consumed.ok and consumed.error.code == "approval_not_found"
-    assert runtime.state.last_stop_reason == "completed"
+
+    late = await runtime.controller.deny(item.approval_id, "too late")
+
+    assert not late.ok and late.error.code == "approval_already_resolved" and late.error.layer == "runtime"
+    assert late.decision == "approved" and late.all_decided  # the decision that stands
+    assert item.approval_id in late.error.message and "clear_cache" in late.error.message
+    assert runtime.state.last_stop_reason == "completed" and runtime.current_run is None
+    assert tools.names() == ["clear_cache"]  # ran once, and not again
 
 
 async def test_unknown_tool_does_not_trigger_approval():
@@ -367,15 +381,17 @@ async def test_resolved_batch_is_saved_before_any_approved_call_runs():
     assert [p for p in log.persisted() if p["reason"] == "approval_resolved"][0]["mandatory"] is True
 
 
-async def test_failed_save_of_the_resolution_runs_nothing_and_fails_the_run():
+async def test_failed_save_of_the_resolution_runs_nothing_and_keeps_the_item_pending():
     storage = FaultyStorage(fail_if=lambda state: state.pending_approval is None and state.is_running
                             and state.last_stop_reason == "awaiting_approval")
-    runtime, tools, _ = make_runtime([dangerous_turn(), "Done."], storage=storage)
+    runtime, tools, log = make_runtime([dangerous_turn(), "Done."], storage=storage)
     assert (await runtime.run("clear it")).stop_reason == "awaiting_approval"
     [item] = runtime.controller.list_pending_approvals()
-    await runtime.controller.approve(item.approval_id)
-    result = await finish_background(runtime)
-    assert result.stop_reason == "failed"
-    assert result.error.code == "state_save_failed"
-    assert tools.names() == []
-    assert_history_paired(runtime.history)
+
+    decided = await runtime.controller.approve(item.approval_id)
+
+    assert not decided.ok and decided.error.code == "state_save_failed"
+    assert runtime.current_run is None and tools.names() == []
+    assert not log.of(EventTypes.APPROVAL_DECIDED) and not log.of(EventTypes.APPROVAL_RESOLVED)
+    assert [i.approval_id for i in runtime.controller.list_pending_approvals()] == [item.approval_id]
+    assert (await storage.load(runtime.session_id)).pending_approval.items[0].is_pending()

@@ -496,3 +496,46 @@ async def test_runtimes_without_extensions_build_requests_as_before():
     await runtime.run("go")
     assert runtime._offered_tools() is runtime.tools  # no merged registry, no extra cost
     assert [m.text for m in model.requests[0].messages] == ["S", "go"]
+
+
+async def test_a_runtime_that_loads_a_saved_session_tells_its_extensions_once(tmp_path):
+    storage = ark.FileStateStorage(tmp_path)
+    first = ark.AgentRuntime(ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "bump", by=2)]), "ok"]),
+                             storage=storage, session_id="s", extensions=[Counter()])
+    await first.run("go")
+
+    ext = Counter()
+    model = ScriptedModel(["one", "two"])
+    runtime = ark.AgentRuntime(model, storage=storage, session_id="s", extensions=[ext])  # loads before acting
+    assert ext.restored == []
+    await runtime.run("again")
+    await runtime.run("and again")
+
+    assert [s.extensions for s in ext.restored] == [{"counter": {"value": 2}}]
+    assert "The counter is 2." in model.requests[0].messages[0].text
+
+
+class Refusing(Extension):
+    name = "refusing"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def on_restore(self, state):
+        self.calls += 1
+        if self.calls == 1:
+            raise ArkError("storage", "state_corrupt", "the refusing slice is not readable")
+
+
+async def test_an_extension_that_refuses_the_saved_session_fails_the_load_and_it_is_tried_again(tmp_path):
+    storage = ark.FileStateStorage(tmp_path)
+    await ark.AgentRuntime(ScriptedModel(["a"]), storage=storage, session_id="s").run("hi")
+
+    ext = Refusing()
+    runtime = ark.AgentRuntime(ScriptedModel(["b"]), storage=storage, session_id="s", extensions=[ext])
+    with pytest.raises(ArkError) as info:  # a load error is raised, like the storage's own
+        await runtime.run("again")
+    assert info.value.code == "state_corrupt" and "refusing slice" in info.value.message
+    assert (await storage.load("s")).history[-1].text == "a"  # nothing was saved over the session
+    ok = await runtime.run("again")
+    assert ok.stop_reason == "completed" and ext.calls == 2

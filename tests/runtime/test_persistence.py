@@ -125,7 +125,7 @@ async def test_awaiting_approval_and_suspend_saves_ignore_skip():
     await runtime.run("go")
 
     [save] = [p for p in log.persisted() if not p["skipped"]]
-    assert save == {"reason": "awaiting_approval", "mandatory": True, "skipped": False, "ok": True}
+    assert save == {"reason": "awaiting_approval", "mandatory": True, "skipped": False, "ok": True, "revision": 1}
     assert (await storage.load(runtime.session_id)).pending_approval is not None
 
 

@@ -91,7 +91,8 @@ async def test_pending_approval_survives_process_kill(killed_session):
     [request] = model.requests
     assert [m.role for m in request.messages] == ["system", "user", "assistant", "tool"]
     assert request.messages[-1].tool_call_id == "c1" and "cleared /tmp/cache" in request.messages[-1].text
-    assert log.types()[:3] == [EventTypes.APPROVAL_DECIDED, EventTypes.APPROVAL_RESOLVED, EventTypes.AGENT_RESUMED]
+    assert log.types()[:4] == [EventTypes.STATE_PERSISTED, EventTypes.APPROVAL_DECIDED,
+                               EventTypes.APPROVAL_RESOLVED, EventTypes.AGENT_RESUMED]
     assert log.events[0].sequence > saved.event_sequence  # numbering continues after the old process
     final = await storage.load(session_id)
     assert final.pending_approval is None and final.last_stop_reason == "completed" and not final.is_running

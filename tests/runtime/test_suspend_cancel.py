@@ -144,7 +144,7 @@ async def test_suspend_save_is_mandatory():
     await handle
 
     written = [p for p in log.persisted() if not p["skipped"]]
-    assert written == [{"reason": "suspend", "mandatory": True, "skipped": False, "ok": True}]
+    assert written == [{"reason": "suspend", "mandatory": True, "skipped": False, "ok": True, "revision": 1}]
     assert storage.saves == 1
 
 

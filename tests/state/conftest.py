@@ -10,7 +10,7 @@ from arknb.domain import (
 from arknb.durable import SQLiteStateStorage
 from arknb.state import (
     AgentState, ApprovalDecision, DeniedCall, FileStateStorage, MemoryStateStorage,
-    PendingApprovalBatch, PendingApprovalItem,
+    PendingApprovalBatch, PendingApprovalItem, ResolvedApproval,
 )
 
 
@@ -64,6 +64,8 @@ def make_full_state(session_id: str = "demo", **update) -> AgentState:
         event_sequence=42, loop_window=("add:{}", "add:{}"), loop_forgiven=("add:{}",),
         updated_at=1234.5, revision=3,
         extensions={"plan": {"version": 1, "items": [{"content": "look", "status": "pending"}]}},
+        resolved_approvals=(ResolvedApproval(approval_id="a0", batch_id="b0", call_id="c0", tool_name="rm",
+                                             decision=ApprovalDecision.DENIED, deny_reason="no", decided_at=99.0),),
     )
     values.update(update)
     return AgentState(**values)
@@ -72,6 +74,12 @@ def make_full_state(session_id: str = "demo", **update) -> AgentState:
 @pytest.fixture
 def full_state() -> AgentState:
     return make_full_state()
+
+
+@pytest.fixture
+def unsaved_state() -> AgentState:
+    """The full state as a store has never seen it (revision 0), ready for a first save."""
+    return make_full_state(revision=0)
 
 
 @pytest.fixture(params=["memory", "file", "sqlite"])

@@ -15,14 +15,16 @@ from .conftest import make_full_state
 
 
 def _files(directory) -> list[str]:
-    return sorted(os.listdir(directory))
+    """The directory's files, without the sessions' hidden lock files."""
+    return sorted(name for name in os.listdir(directory) if not name.endswith(".lock"))
 
 
-async def test_one_json_file_per_session(tmp_path, full_state):
+async def test_one_json_file_per_session(tmp_path, unsaved_state):
     storage = FileStateStorage(tmp_path / "new" / "dir")
-    await storage.save(full_state)
+    await storage.save(unsaved_state)
     path = tmp_path / "new" / "dir" / "demo.json"
     assert _files(path.parent) == ["demo.json"]
+    assert sorted(os.listdir(path.parent)) == [".demo.lock", "demo.json"]
     assert json.loads(path.read_text("utf-8"))["schema_version"] == SCHEMA_VERSION
     assert storage.path_for("demo") == path
 
@@ -45,7 +47,7 @@ async def test_failed_replace_keeps_the_old_file_and_leaves_no_temp_file(tmp_pat
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(ArkError) as info:
-        await storage.save(AgentState(session_id="s", history=(AgentMessage.user("new"),)))
+        await storage.save(AgentState(session_id="s", history=(AgentMessage.user("new"),), revision=1))
     monkeypatch.undo()
 
     assert info.value.code == "state_save_failed" and info.value.layer == "storage"
@@ -53,7 +55,7 @@ async def test_failed_replace_keeps_the_old_file_and_leaves_no_temp_file(tmp_pat
     assert isinstance(info.value.__cause__, OSError)
     assert (tmp_path / "s.json").read_bytes() == before
     assert _files(tmp_path) == ["s.json"]
-    assert await storage.load("s") == old
+    assert await storage.load("s") == old.model_copy(update={"revision": 1})
 
 
 async def test_failed_write_before_replace_leaves_no_temp_file(tmp_path, monkeypatch):
@@ -68,6 +70,7 @@ async def test_failed_write_before_replace_leaves_no_temp_file(tmp_path, monkeyp
     monkeypatch.undo()
     assert info.value.code == "state_save_failed"
     assert _files(tmp_path) == []
+    assert await storage.load("s") is None
 
 
 CORRUPT_DOCUMENTS = {
@@ -120,12 +123,13 @@ async def test_v1_file_loads_migrated(tmp_path):
     assert state.history[0].text == "hi"
 
 
-async def test_mark_not_resumable_rewrites_an_existing_file(tmp_path, full_state):
+async def test_mark_not_resumable_rewrites_an_existing_file(tmp_path, unsaved_state):
     storage = FileStateStorage(tmp_path)
-    await storage.save(full_state.model_copy(update={"not_resumable": False}))
+    await storage.save(unsaved_state.model_copy(update={"not_resumable": False}))
     await storage.mark_not_resumable("demo")
     assert _files(tmp_path) == ["demo.json"]
-    assert json.loads((tmp_path / "demo.json").read_text("utf-8"))["not_resumable"] is True
+    document = json.loads((tmp_path / "demo.json").read_text("utf-8"))
+    assert document["not_resumable"] is True and document["revision"] == 1  # a mark is not a new revision
 
 
 async def test_mark_not_resumable_on_a_missing_file_writes_a_marker(tmp_path):
@@ -193,19 +197,23 @@ async def test_list_sessions_ignores_temp_and_foreign_files(tmp_path):
 
 async def test_concurrent_saves_of_one_session_never_tear_the_file(tmp_path):
     storage = FileStateStorage(tmp_path)
-    states = [make_full_state("race", metadata={"n": n, "pad": "x" * (1000 * n)}, event_sequence=n)
+    states = [make_full_state("race", metadata={"n": n, "pad": "x" * (1000 * n)}, event_sequence=n, revision=0)
               for n in range(20)]
-    await asyncio.gather(*(storage.save(state) for state in states))
+    outcomes = await asyncio.gather(*(storage.save(state) for state in states), return_exceptions=True)
+    # All were based on revision 0: exactly one lands, the others conflict and write nothing.
+    assert outcomes.count(1) == 1
+    assert all(isinstance(o, ArkError) and o.code == "state_conflict" for o in outcomes if o != 1)
     loaded = await storage.load("race")
-    assert loaded in states
+    assert loaded == states[outcomes.index(1)].model_copy(update={"revision": 1})
     assert _files(tmp_path) == ["race.json"]
 
 
 async def test_concurrent_saves_of_different_sessions_all_land(tmp_path):
     storage = FileStateStorage(tmp_path)
     states = [AgentState(session_id=f"s{n}", event_sequence=n) for n in range(10)]
-    await asyncio.gather(*(storage.save(state) for state in states))
-    assert [await storage.load(state.session_id) for state in states] == states
+    assert await asyncio.gather(*(storage.save(state) for state in states)) == [1] * 10
+    assert ([await storage.load(state.session_id) for state in states]
+            == [state.model_copy(update={"revision": 1}) for state in states])
 
 
 def test_repr_names_the_directory(tmp_path):
@@ -216,3 +224,54 @@ def test_directory_must_be_a_path():
     with pytest.raises(ArkError) as info:
         FileStateStorage(42)  # type: ignore[arg-type]
     assert info.value.code == "invalid_argument"
+
+
+_SAVING_CHILD = """
+import asyncio, sys
+from arknb.domain import AgentMessage
+from arknb.state import AgentState, FileStateStorage
+
+async def main():
+    storage = FileStateStorage(sys.argv[1])
+    pad = "x" * 2_000_000  # a big document: the kill is likely to land mid-write
+    revision = (await storage.load("s")).revision
+    print("saving", flush=True)
+    n = 0
+    while True:
+        n += 1
+        state = AgentState(session_id="s", revision=revision, metadata={"n": n, "pad": pad},
+                           history=(AgentMessage.user(f"save {n}"),))
+        revision = await storage.save(state)
+
+asyncio.run(main())
+"""
+
+
+KILLS = int(os.environ.get("ARKNB_SAVE_KILLS", "3"))
+
+
+async def test_a_write_killed_with_sigkill_leaves_a_whole_file_and_the_next_save_sweeps_its_temp_file(tmp_path):
+    import random
+    import signal
+    import subprocess
+    import sys
+
+    storage = FileStateStorage(tmp_path)
+    await storage.save(AgentState(session_id="s"))
+    leftovers = 0
+    for _ in range(KILLS):
+        child = subprocess.Popen([sys.executable, "-c", _SAVING_CHILD, str(tmp_path)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        assert child.stdout.readline().strip() == "saving", child.stderr.read()
+        await asyncio.sleep(random.uniform(0.05, 0.3))  # the kill lands somewhere among the child's saves
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+        child.stdout.close()
+        child.stderr.close()
+        leftovers += any(name.endswith(".tmp") for name in os.listdir(tmp_path))
+
+        loaded = await FileStateStorage(tmp_path).load("s")  # the old file or the new one, never half
+        assert loaded.history[0].text.startswith("save ") and loaded.metadata["pad"] == "x" * 2_000_000
+        await FileStateStorage(tmp_path).save(loaded)
+        assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+    print(f"\n{leftovers} of {KILLS} kills left a temporary file; the next save removed it")

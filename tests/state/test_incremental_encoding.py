@@ -40,15 +40,16 @@ def test_encoding_follows_a_history_that_was_replaced_not_appended() -> None:
 async def test_file_storage_round_trips_successive_saves(tmp_path) -> None:
     storage = FileStateStorage(tmp_path)
     history: tuple = ()
+    revision = 0
     for i in range(3):
         history = history + (AgentMessage.user(f"q{i}"),)
-        state = _state(history)
-        await storage.save(state)
-        assert await storage.load("s") == state
+        state = _state(history).model_copy(update={"revision": revision})
+        revision = await storage.save(state)
+        assert await storage.load("s") == state.model_copy(update={"revision": revision})
     await storage.delete("s")
     assert await storage.load("s") is None
     await storage.save(_state(history[:1]))
-    assert await storage.load("s") == _state(history[:1])
+    assert await storage.load("s") == _state(history[:1]).model_copy(update={"revision": 1})
 
 
 def test_usages_are_encoded_incrementally_and_round_trip() -> None:

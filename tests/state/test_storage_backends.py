@@ -1,4 +1,4 @@
-"""Behaviour shared by every StateStorage backend (run against memory and file)."""
+"""Behaviour shared by every StateStorage backend (run against memory, file and SQLite)."""
 
 from __future__ import annotations
 
@@ -19,18 +19,18 @@ async def test_load_of_an_unknown_session_is_none(storage):
     assert await storage.load("nobody") is None
 
 
-async def test_save_then_load_round_trips(storage, full_state):
-    await storage.save(full_state)
+async def test_save_then_load_round_trips(storage, unsaved_state):
+    assert await storage.save(unsaved_state) == 1
     loaded = await storage.load("demo")
-    assert loaded == full_state
-    assert loaded is not full_state
+    assert loaded == unsaved_state.model_copy(update={"revision": 1})
+    assert loaded is not unsaved_state
 
 
 async def test_save_replaces_the_previous_state(storage):
-    await storage.save(AgentState(session_id="s", history=(AgentMessage.user("one"),)))
-    await storage.save(AgentState(session_id="s", history=(AgentMessage.user("two"),)))
+    revision = await storage.save(AgentState(session_id="s", history=(AgentMessage.user("one"),)))
+    await storage.save(AgentState(session_id="s", history=(AgentMessage.user("two"),), revision=revision))
     loaded = await storage.load("s")
-    assert [m.text for m in loaded.history] == ["two"]
+    assert [m.text for m in loaded.history] == ["two"] and loaded.revision == 2
 
 
 async def test_loaded_states_are_independent_of_what_is_stored(storage):
@@ -41,8 +41,8 @@ async def test_loaded_states_are_independent_of_what_is_stored(storage):
     assert again.metadata == {"k": [1]}
 
 
-async def test_delete_forgets_the_session(storage, full_state):
-    await storage.save(full_state)
+async def test_delete_forgets_the_session(storage, unsaved_state):
+    await storage.save(unsaved_state)
     await storage.mark_not_resumable("demo")
     await storage.delete("demo")
     assert await storage.load("demo") is None
@@ -56,13 +56,13 @@ async def test_list_sessions_is_sorted(storage):
     assert await storage.list_sessions() == sorted(["b", "a-2", "C", "a_1"])
 
 
-async def test_mark_not_resumable_on_an_existing_session_keeps_its_state(storage, full_state):
-    state = full_state.model_copy(update={"not_resumable": False})
+async def test_mark_not_resumable_on_an_existing_session_keeps_its_state(storage, unsaved_state):
+    state = unsaved_state.model_copy(update={"not_resumable": False})
     await storage.save(state)
     await storage.mark_not_resumable("demo")
     loaded = await storage.load("demo")
     assert loaded.not_resumable is True
-    assert loaded.model_copy(update={"not_resumable": False}) == state
+    assert loaded.model_copy(update={"not_resumable": False}) == state.model_copy(update={"revision": 1})
 
 
 async def test_mark_not_resumable_on_a_missing_session_is_remembered(storage):
@@ -105,5 +105,5 @@ async def test_save_refuses_what_is_not_a_state(storage):
 async def test_saved_sessions_are_listed_with_valid_ids_at_the_edges(storage):
     ids = ["a", "x" * 128, "v1.2-final_", "0"]
     for session_id in ids:
-        await storage.save(make_full_state(session_id))
+        await storage.save(make_full_state(session_id, revision=0))
     assert await storage.list_sessions() == sorted(ids)
