@@ -21,7 +21,8 @@ ALLOWED: dict[str, set[str]] = {
     "providers": {"domain", "events"},
     "controller": {"domain", "events", "state"},
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
-    "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
+    "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval"},
+    "eval": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
     "durable": {"domain", "state"},
     # Capabilities plug into the runtime through its public seam (arknb.runtime.extensions
     # and the public names of arknb.runtime), never its underscore modules (DESIGN §14).
@@ -104,3 +105,20 @@ def test_importing_the_runtime_does_not_import_the_widget_stack() -> None:
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"importing arknb pulled in: {out.stdout.strip()}"
+
+
+def test_importing_arknb_does_not_import_eval_or_opentelemetry() -> None:
+    # Seed 003 §2: the core never depends on the eval module (nor on its optional extra).
+    code = ("import sys, arknb, arknb.runtime, arknb.widgets; "
+            "bad = [m for m in sys.modules if m == 'arknb.eval' or m.startswith(('arknb.eval.', 'opentelemetry'))]; "
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing the core pulled in: {out.stdout.strip()}"
+
+
+def test_importing_eval_does_not_import_opentelemetry() -> None:
+    # ev.otel (the optional extra) loads only when asked for.
+    code = ("import sys, arknb.eval as ev; "
+            "print(','.join(m for m in sys.modules if m.startswith('opentelemetry')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing arknb.eval pulled in: {out.stdout.strip()}"

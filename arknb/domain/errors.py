@@ -49,6 +49,18 @@ schema_unsupported                  config       no handler for a request's sche
 operation_not_found                 storage      no operation with that id
 operation_not_in_doubt              storage      the operation is not waiting for a person
 store_version_unsupported           storage      a store's layout is from a newer arknb
+cassette_mismatch                   config       a request differs from the cassette's next record (arknb.eval)
+cassette_corrupt                    storage      a cassette line could not be read (names file and line)
+cassette_version_unsupported        storage      a cassette is from a newer arknb
+cassette_exhausted                  config       a replay asked for more model calls than were recorded
+trace_corrupt                       storage      a trace line could not be read (names file and line)
+trace_version_unsupported           storage      a trace file is from a newer arknb
+report_corrupt                      storage      a suite report line could not be read (names file and line)
+report_version_unsupported          storage      a suite report is from a newer arknb
+suite_invalid                       config       a suite file or case definition is unusable (names file and line)
+case_timeout                        runtime      an eval case ran longer than its time limit
+otel_unavailable                    config       ev.otel needs the optional extra arknb[otel]
+eval_file_not_found                 storage      a cassette, trace, report or suite file does not exist
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -133,6 +145,19 @@ class ErrorCode(StrEnum):
     OPERATION_NOT_FOUND = "operation_not_found"
     OPERATION_NOT_IN_DOUBT = "operation_not_in_doubt"
     STORE_VERSION_UNSUPPORTED = "store_version_unsupported"
+    # arknb.eval (DESIGN §11)
+    CASSETTE_MISMATCH = "cassette_mismatch"
+    CASSETTE_CORRUPT = "cassette_corrupt"
+    CASSETTE_VERSION_UNSUPPORTED = "cassette_version_unsupported"
+    CASSETTE_EXHAUSTED = "cassette_exhausted"
+    TRACE_CORRUPT = "trace_corrupt"
+    TRACE_VERSION_UNSUPPORTED = "trace_version_unsupported"
+    REPORT_CORRUPT = "report_corrupt"
+    REPORT_VERSION_UNSUPPORTED = "report_version_unsupported"
+    SUITE_INVALID = "suite_invalid"
+    CASE_TIMEOUT = "case_timeout"
+    OTEL_UNAVAILABLE = "otel_unavailable"
+    EVAL_FILE_NOT_FOUND = "eval_file_not_found"
 
 
 class ErrorInfo(BaseModel):

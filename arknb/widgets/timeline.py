@@ -112,6 +112,14 @@ class TimelineWidget(anywidget.AnyWidget):
         detach(self)
         super().close()
 
+    @classmethod
+    def compare(cls, expected_events: Any, actual_events: Any, **options: Any) -> Any:
+        """Two traces side by side, aligned by turn, with the first divergence marked
+        (a :class:`~arknb.widgets.compare.TraceCompareWidget`; ``labels=`` names the columns)."""
+        from .compare import TraceCompareWidget
+
+        return TraceCompareWidget(expected_events, actual_events, **options)
+
 
 def _as_dict(event: Any) -> dict[str, Any]:
     if isinstance(event, dict):
