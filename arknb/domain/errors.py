@@ -27,7 +27,7 @@ tool_failed                         tool         the tool raised
 run_already_active                  runtime      a second run while one is active
 script_exhausted                    config       ScriptedModel has no turn left
 invalid_argument                    config       a public call got a wrong type or value
-secret_in_state                     security     a save would write a credential
+secret_in_state                     security     a save would write a credential the lint cannot redact
 max_turns                           runtime      the run reached max_turns
 nothing_to_resume                   runtime      resume() with no suspended run
 not_executed                        tool         (result code) a call answered without running it

@@ -71,6 +71,12 @@ def _check_timing(timing: Any) -> str:
     return timing
 
 
+def _observe(client: Any, observer: Any) -> Any:
+    """``client.observe_secrets(observer)`` if it has one, else a no-op stop function."""
+    observe = getattr(client, "observe_secrets", None)
+    return observe(observer) if callable(observe) else (lambda: None)
+
+
 class _Tape:
     """A cassette's records as a tree of conversations and the position reached in it."""
 
@@ -308,6 +314,11 @@ class Recorder:
         values = getattr(self.client, "secret_values", None)
         return tuple(values()) if callable(values) else ()
 
+    def observe_secrets(self, observer: Any) -> Any:
+        """Forwarded to the client: a key it resolves later (env, callable) still reaches
+        the runtime's redactor before its request is sent (DESIGN §9)."""
+        return _observe(self.client, observer)
+
     def _redact(self, line: str) -> str:
         for secret in self.secret_values():
             value = secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
@@ -432,6 +443,10 @@ class ForkedModel:
         """The live model's key values (for the runtime's secret lint)."""
         values = getattr(self.then, "secret_values", None)
         return tuple(values()) if callable(values) else ()
+
+    def observe_secrets(self, observer: Any) -> Any:
+        """Forwarded to the live model (see :meth:`Recorder.observe_secrets`)."""
+        return _observe(self.then, observer)
 
     async def stream(self, request: ModelRequest, *,
                      cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:

@@ -41,7 +41,7 @@ class EventTypes:
     TURN_COMPLETED = "turn.completed"      # turn, message, action
     STATE_LOADED = "state.loaded"          # revision, messages, pending_approval (a saved session was loaded)
     RUNTIME_DETACHED = "runtime.detached"  # reason ("replaced" | "closed" | "lease_lost"); the runtime no longer owns its session
-    SECRET_REDACTED = "secret.redacted"    # where, count (never the value)
+    SECRET_REDACTED = "secret.redacted"    # where, count, kinds (descriptions; never the value)
     PLAN_UPDATED = "plan.updated"          # plan (version, items)
     PLAN_REVIEW_REQUIRED = "plan.review_required"  # batch_id, approval_id, plan
     PLAN_REVIEW_RESOLVED = "plan.review_resolved"  # batch_id, approval_id, decision, reason

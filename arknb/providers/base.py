@@ -18,6 +18,13 @@ class LLMClient(Protocol):
     it raises :class:`ArkError` (it never ends silently). When ``cancel`` fires, the
     implementation stops promptly and releases its connection. ``generate`` returns
     the complete response of a non-streamed call.
+
+    Optional: a client that holds credentials reports them so the runtime can redact
+    them (DESIGN §9). ``secret_values() -> Iterable[str | SecretStr]`` lists the keys
+    known up front; ``observe_secrets(observer) -> stop`` calls ``observer(SecretStr)``
+    for every key known now and for each new one it resolves, before the request that
+    uses it is sent (``OpenAICompatibleClient`` has both). A wrapper client (a recorder,
+    a router) should forward them. Clients without them keep working.
     """
 
     def stream(self, request: ModelRequest, *,

@@ -24,6 +24,7 @@ from ..hooks.pipeline import jsonable
 
 if TYPE_CHECKING:
     from ._context import RunContext
+    from ._redaction import ChunkGuard
     from .runtime import AgentRuntime
 
 __all__ = ["HookAbort", "call_model"]
@@ -115,6 +116,10 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     changed = False  # did any chunk hook hold, drop or rewrite anything in this turn?
     index = 0
     complete: ModelResponse | None = None
+    # No configured secret leaves in a chunk, even split across chunks. A key is learnt
+    # when the model resolves it, after this point: the guard is asked per chunk.
+    guard = rt._redactor.chunk_guard()
+    lint = rt.secret_lint
     stream = rt.model.stream(request, cancel=ctx.cancel)
     try:
         async for event in stream:
@@ -124,9 +129,10 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                 (raw_text if is_text else raw_reasoning).append(event.text)
                 if not hooked:
                     # The raw text is the history text here; publish only if someone listens.
-                    if bus.has_listeners(EventTypes.LLM_CHUNK):
-                        rt._publish(EventTypes.LLM_CHUNK, {"kind": "text" if is_text else "reasoning",
-                                                           "text": event.text, "index": index})
+                    channel = "text" if is_text else "reasoning"
+                    text = guard.feed(channel, event.text) if lint.known_values else event.text
+                    if text and bus.has_listeners(EventTypes.LLM_CHUNK):
+                        rt._publish(EventTypes.LLM_CHUNK, {"kind": channel, "text": text, "index": index})
                     index += 1
                     continue
                 text = held_text + (event.text if is_text else "")
@@ -146,7 +152,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                         index += 1
                         continue
                     text, reasoning = decision.text or "", decision.reasoning or ""
-                _deliver(rt, text, reasoning, index, out_text, out_reasoning)
+                _deliver(rt, guard, text, reasoning, index, out_text, out_reasoning)
                 index += 1
             elif kind == "model_complete":
                 complete = event.response
@@ -162,7 +168,11 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
             if decision.action is ModelChunkAction.ABORT:
                 raise abort_error("on_model_chunk", decision.hook, decision.reason, decision.error)
             if decision.action is not ModelChunkAction.DROP:
-                _deliver(rt, decision.text or "", decision.reasoning or "", index, out_text, out_reasoning)
+                _deliver(rt, guard, decision.text or "", decision.reasoning or "", index, out_text, out_reasoning)
+        for kind in ("reasoning", "text"):  # what the guard still holds is never a whole secret
+            tail = guard.flush(kind)
+            if tail and bus.has_listeners(EventTypes.LLM_CHUNK):
+                rt._publish(EventTypes.LLM_CHUNK, {"kind": kind, "text": tail, "index": index})
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
@@ -182,13 +192,16 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     return complete.model_copy(update={"message": message}), "".join(raw_text), "".join(raw_reasoning)
 
 
-def _deliver(rt: AgentRuntime, text: str, reasoning: str, index: int, out_text: list, out_reasoning: list) -> None:
+def _deliver(rt: AgentRuntime, guard: ChunkGuard, text: str, reasoning: str, index: int, out_text: list,
+             out_reasoning: list) -> None:
     listening = rt.bus.has_listeners(EventTypes.LLM_CHUNK)
     if reasoning:
         out_reasoning.append(reasoning)
-        if listening:
-            rt._publish(EventTypes.LLM_CHUNK, {"kind": "reasoning", "text": reasoning, "index": index})
+        published = guard.feed("reasoning", reasoning)
+        if listening and published:
+            rt._publish(EventTypes.LLM_CHUNK, {"kind": "reasoning", "text": published, "index": index})
     if text:
         out_text.append(text)
-        if listening:
-            rt._publish(EventTypes.LLM_CHUNK, {"kind": "text", "text": text, "index": index})
+        published = guard.feed("text", text)
+        if listening and published:
+            rt._publish(EventTypes.LLM_CHUNK, {"kind": "text", "text": published, "index": index})

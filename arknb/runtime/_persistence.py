@@ -3,8 +3,8 @@
 Autosaves (after user input, after model text, after a tool batch) may be skipped by a
 ``before_persist_state`` hook. Awaiting-approval, suspend, decision and terminal saves
 are mandatory: ``skip`` is ignored and a failed terminal save marks the session not
-resumable. Every save runs the secret lint first. A save is never claimed that did not
-happen.
+resumable. Every save runs the secret lint first, which redacts what it finds (in the
+saved copy and in memory). A save is never claimed that did not happen.
 
 Saves are compare-and-swaps (DESIGN §8): each is based on the revision the runtime
 holds and returns the next one, which the runtime keeps. A runtime issues its saves one
@@ -23,6 +23,7 @@ from ..domain import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability
 from ..events import EventTypes
 from ..hooks import HookSlot, PersistAction, StatePersistenceHookContext
 from ..state import AgentState
+from ._redaction import lint_before_save
 
 if TYPE_CHECKING:
     from ._context import RunContext
@@ -88,14 +89,13 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
                 state = rt._state = rt._stamped(rt._state)
             else:  # built from the runtime's state before the settling: only the revision moved
                 state = rt._stamped(candidate.model_copy(update={"revision": rt._state.revision}))
-            # Every save is linted, not only the mandatory ones: an autosave that wrote a
-            # credential would leave it on disk even though the terminal save refuses it.
-            rt.secret_lint.check(state, history_from=rt._linted_history)
+            # Every save is linted, not only the mandatory ones (an autosave would otherwise
+            # write what the terminal save redacts); a finding is redacted, not refused.
+            state = lint_before_save(rt, state, in_memory=candidate is None)
             revision = await save_state(rt, state, reason)
         except Exception as exc:  # a refusal stays as it is; any other failure: the save did not happen
             kept = isinstance(exc, ArkError) and exc.code in _REPORTED_AS_IS
             return _failed(rt, reason, mandatory, exc if kept else _save_failed(reason, exc), run_id)
-        rt._linted_history = len(state.history)
         base = state if candidate is not None else rt._state
         rt._state = base.model_copy(update={"revision": revision})
     rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False, "ok": True,

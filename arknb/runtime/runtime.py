@@ -14,12 +14,14 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Callable
 
+from pydantic import SecretStr
+
 from ..controller import AgentController
 from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role, ToolResult,
     Usage, invalid_argument,
 )
-from ..events import AgentEvent, EventBus
+from ..events import AgentEvent, EventBus, EventTypes
 from ..events.envelope import new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
@@ -34,6 +36,7 @@ from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._keywords import keyword_extensions
 from ._loop import drive
+from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from .extensions import Extension
@@ -73,8 +76,11 @@ class AgentRuntime:
         event_bus: share a bus between runtimes (default: a new one).
         config: model name and options sent with every request.
         require_approval: defer dangerous tools to a human (default True).
-        secrets: extra strings that must never be saved (API keys are added automatically
-            when the model exposes ``secret_values()``).
+        secrets: extra strings that must never leave the runtime. They, and every API key
+            the model reports (``observe_secrets(observer)``, called as each key is
+            resolved; ``secret_values()`` for keys known up front), are replaced by
+            ``[redacted]`` in events, history, saved state and results, with a
+            ``secret.redacted`` event (DESIGN §9).
         fresh: discard the session's saved state (deleted when the runtime first loads,
             also a state that cannot be read) and start empty.
         save_timeout: seconds one save may take before it counts as failed
@@ -99,7 +105,7 @@ class AgentRuntime:
                  hooks: Iterable[AgentHook] = (), storage: StateStorage | None = None, session_id: str | None = None,
                  max_turns: int = 20, loop_detector: LoopDetector | None = None, event_bus: EventBus | None = None,
                  config: ModelConfig | None = None, require_approval: bool = True, max_model_retries: int = 2,
-                 secrets: Iterable[str] = (), clock: Callable[[], float] | None = None,
+                 secrets: Iterable[str | SecretStr] = (), clock: Callable[[], float] | None = None,
                  state: AgentState | None = None, fresh: bool = False,
                  save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
                  extensions: Iterable[Extension] = ()) -> None:
@@ -129,6 +135,15 @@ class AgentRuntime:
             raise invalid_argument(f"require_approval must be a bool, got {require_approval!r}")
         if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Iterable):
             raise invalid_argument(f"secrets must be a list of strings, got {type(secrets).__name__}")
+        secrets = tuple(secrets)
+        for number, secret in enumerate(secrets):
+            plain = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
+            # Never quote the value: this message may be shown or logged.
+            if not isinstance(plain, str):
+                raise invalid_argument(f"secrets[{number}] must be a str or SecretStr, got {type(plain).__name__}")
+            if len(plain) < 8:
+                raise invalid_argument(f"secrets[{number}] is shorter than 8 characters: it cannot be told from "
+                                       "ordinary text, so it cannot be redacted reliably")
         if clock is not None and not callable(clock):
             raise invalid_argument(f"clock must be a callable returning seconds, got {type(clock).__name__}")
         if state is not None and not isinstance(state, AgentState):
@@ -170,16 +185,21 @@ class AgentRuntime:
             kinds=(ToolKind(), LoopKind(lambda signature: self.loop_detector.forgive(signature))))
         self._pipeline = HookPipeline(self.hooks, self._emit, tail=self._extensions.hooks)
         self.secret_lint = SecretLint(secrets)
+        self._redactor = Redactor(self.secret_lint, self._emit)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
             for value in secret_values():
                 self.secret_lint.add(value)
+        observe_secrets = getattr(model, "observe_secrets", None)
+        # The model reports every key it resolves (env, callables) before using it, so
+        # the key is known before any result of the request can be published or saved.
+        # (Held weakly by the model; closing the runtime may call this to stop at once.)
+        self._unobserve_secrets = observe_secrets(self._redactor.learn) if callable(observe_secrets) else None
         self._state = state if state is not None else AgentState(session_id=self.session_id)
         # A restored session continues well past its last saved sequence number: the old
         # process may have published events after that save (e.g. approval.required).
         self._seq = self._state.event_sequence + (_RESTORE_SEQUENCE_GAP if state is not None else 0)
         self._active: RunContext | None = None
-        self._linted_history = 0  # history is append-only: the secret lint scans only new messages
         self._approval_lock = asyncio.Lock()
         self._save_lock = asyncio.Lock()  # one save at a time: each is based on the revision the last one stored
         self._unsettled: list[asyncio.Future] = []  # storage calls that overran their time limit
@@ -481,7 +501,7 @@ class AgentRuntime:
                 self._release(ctx)
                 raise
         ctx.started = True
-        result = await make(ctx)
+        result = self._redactor.result(await make(ctx))
         self.last_result = result
         return result
 
@@ -546,19 +566,31 @@ class AgentRuntime:
         self._publish(event_type, payload() if callable(payload) else payload, run_id)
 
     def _publish(self, event_type: str, payload: dict, run_id: str | None = None) -> None:
-        """Publish unconditionally (for callers that already checked for listeners)."""
+        """Publish unconditionally (for callers that already checked for listeners).
+
+        The known secrets are redacted from every payload first (``_redaction``); the
+        text of ``llm.chunk`` was redacted by the model phase's chunk guard, since a
+        secret may be split across chunks.
+        """
+        redaction = None
+        if self.secret_lint.known_values and event_type != EventTypes.LLM_CHUNK:
+            payload, redaction = self._redactor.payload(event_type, payload)
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
                                    f"{rid}:{self._seq}"))
+        if redaction is not None:
+            self._redactor.report(redaction)
 
     def _set_state(self, **updates: Any) -> None:
         self._state = self._state.model_copy(update=updates)
 
     def _append_history(self, messages: Iterable[AgentMessage], usage: Usage | None = None) -> None:
         state = self._state
-        updates: dict[str, Any] = {"history": state.history + tuple(messages)}
+        # Redacted on the way in: history is what is saved, shown and sent to the model.
+        messages = self._redactor.messages(state.history, tuple(messages))
+        updates: dict[str, Any] = {"history": state.history + messages}
         if usage is not None:
             updates["usages"] = state.usages + (usage,)
         self._state = state.model_copy(update=updates)

@@ -22,12 +22,12 @@ from .file_storage import FileStateStorage
 from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_location, validate_session_id
 
 # security
-from .secrets import SecretLint
+from .secrets import REDACTED, Redaction, SecretLint, redact_value
 
 __all__ = [
-    "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION", "SKILLS_SLICE",
-    "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall", "FileStateStorage",
+    "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "REDACTED", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION",
+    "SKILLS_SLICE", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall", "FileStateStorage",
     "MemoryStateStorage", "PendingApprovalBatch", "PendingApprovalItem", "PendingPlanReview", "Plan", "PlanItem",
-    "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus", "active_skills_of", "migrate", "plan_of",
-    "state_conflict", "storage_location", "validate_session_id",
+    "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus", "active_skills_of", "migrate",
+    "plan_of", "redact_value", "state_conflict", "storage_location", "validate_session_id",
 ]

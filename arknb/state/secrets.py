@@ -1,34 +1,63 @@
-"""Secret lint: refuse to save a state that holds a credential (DESIGN §8, §9).
+"""Secret lint: find credentials in text and values, and replace them by ``[redacted]``.
 
-Mandatory saves (awaiting approval, suspend, terminal) write whatever the session
-holds. A tool result or a hook may have copied an API key or an ``Authorization``
-header into history; :class:`SecretLint` finds that before it reaches the disk. It
-reports what it found ("bearer token pattern in history[3]") and never the secret.
+A tool result or a hook may copy an API key or an ``Authorization`` header into the
+session. :class:`SecretLint` knows two kinds of secret: the configured ones (the model's
+API keys, learnt by the runtime when they are resolved, and ``AgentRuntime(secrets=)``),
+matched verbatim, and well-known credential shapes (``sk-...`` keys, bearer tokens,
+``Authorization`` headers) matched by pattern (DESIGN §8, §9).
+
+The runtime uses it twice: on everything that leaves it (events, history, results) and,
+as the last line, on every save, where a finding is redacted in the saved copy and in
+memory instead of refusing the save. Findings are described ("bearer token pattern in
+history[3]"), never quoted.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Iterable
+from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable
+
+from pydantic import BaseModel
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 
-from ._encoding import header_json
+from ._encoding import APPEND_ONLY_FIELDS, header_json
 from .agent_state import AgentState
 
-__all__ = ["SecretLint"]
+__all__ = ["REDACTED", "Redaction", "SecretLint", "redact_value"]
+
+REDACTED = "[redacted]"
+"""What a secret is replaced by, everywhere."""
 
 _MIN_SECRET_LENGTH = 8
+_MAX_DEPTH = 64
 
-# One pass over the text finds every pattern; the group name says which one matched.
-# Escaped quotes (\") are allowed around header names because the text scanned is JSON.
+# One pass over the text finds every pattern; the group name says which one matched and
+# the value group is what gets replaced (the header name and scheme stay readable).
+# Escaped quotes (\") are allowed around header names because the text may be JSON.
+_TOKEN = r"[A-Za-z0-9\-._~+/]{16,}=*"
 _PATTERNS = re.compile(
-    r"(?P<authorization>\b(?i:authorization)[\\\"']*\s*[:=]\s*[\\\"']*"
-    r"(?:[A-Za-z]+\s+)?[A-Za-z0-9\-._~+/]{16,})"
-    r"|(?P<bearer>\b(?i:bearer)\s+[A-Za-z0-9\-._~+/]{16,})"
-    r"|(?P<sk_key>\bsk-[A-Za-z0-9_\-]{16,})"
+    r"(?P<authorization>\b(?i:authorization)[\\\"']*\s*[:=]\s*[\\\"']*(?:[A-Za-z]+\s+)?)"
+    r"(?P<authorization_v>" + _TOKEN + ")"
+    r"|(?P<bearer>\b(?i:bearer)\s+)(?P<bearer_v>" + _TOKEN + ")"
+    r"|(?P<sk_key>)(?P<sk_key_v>\bsk-[A-Za-z0-9_\-]{16,})"
 )
+def _has_anchor(text: str) -> bool:
+    """True if ``text`` holds a word every pattern match (and every credential-named
+    mapping key) contains. ``str.lower`` and ``in`` are several times faster than a
+    case-insensitive regex search, and almost no text has any of them."""
+    if "sk-" in text:
+        return True
+    lowered = text.lower()
+    return ("bearer" in lowered or "authorization" in lowered
+            or ("api" in lowered and ("api-key" in lowered or "api_key" in lowered)))
+# A mapping entry {"X-Authorization": "<token>"} is a header even though no single string
+# holds both the name and the value.
+_HEADER_KEY = re.compile(r"(?i:authorization|x-api-key|api[-_]key)\Z")
+_HEADER_VALUE = re.compile(r"(?:[A-Za-z]+\s+)?" + _TOKEN)
 _DESCRIPTIONS = {
     "authorization": "Authorization header",
     "bearer": "bearer token pattern",
@@ -36,8 +65,22 @@ _DESCRIPTIONS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """What was redacted in one place: ``where`` ("history[3]", "event tool.after"),
+    how many replacements, and the kinds found (descriptions, never values)."""
+
+    where: str
+    count: int
+    kinds: tuple[str, ...]
+
+    def to_payload(self) -> dict[str, Any]:
+        """The ``secret.redacted`` event payload."""
+        return {"where": self.where, "count": self.count, "kinds": list(self.kinds)}
+
+
 class SecretLint:
-    """Finds credentials in text: configured secrets and well-known token shapes.
+    """Finds and redacts credentials: configured secrets and well-known token shapes.
 
     Args:
         known: secrets to look for verbatim (API keys the session was configured with).
@@ -47,27 +90,40 @@ class SecretLint:
         >>> lint = SecretLint(["my-very-secret-key"])
         >>> lint.scan("the key is my-very-secret-key")
         ['configured secret #1']
+        >>> lint.redact_text("the key is my-very-secret-key")
+        ('the key is [redacted]', ['configured secret #1'])
     """
 
-    __slots__ = ("_known",)
+    __slots__ = ("_known", "known_values", "_replace_order", "_forms")
 
     def __init__(self, known: Iterable[str] = ()) -> None:
-        # Each secret is kept with its JSON-escaped form, which is how it appears in a
-        # saved document if it contains quotes, backslashes or control characters.
+        # Each secret is kept with the escaped forms it takes inside JSON text (a saved
+        # document) and inside a repr, if it contains quotes, backslashes or control
+        # characters; texts are searched for all of them.
         self._known: list[tuple[str, ...]] = []
+        self.known_values: tuple[str, ...] = ()
+        """The configured secrets in plain form (for the streaming guard); never shown."""
+        self._replace_order: tuple[tuple[int, str], ...] = ()
+        self._forms: tuple[str, ...] = ()
         for secret in known:
             self.add(secret)
 
-    def add(self, secret: str) -> None:
-        """Look for ``secret`` too. A pydantic ``SecretStr`` is accepted."""
+    def add(self, secret: Any) -> bool:
+        """Look for ``secret`` too (a pydantic ``SecretStr`` is accepted). Returns True if
+        it was new; too-short strings and non-strings are ignored."""
         getter = getattr(secret, "get_secret_value", None)
         value = getter() if callable(getter) else secret
-        if not isinstance(value, str) or len(value) < _MIN_SECRET_LENGTH:
-            return
-        if any(value == forms[0] for forms in self._known):
-            return
-        escaped = json.dumps(value, ensure_ascii=False)[1:-1]
-        self._known.append((value, escaped) if escaped != value else (value,))
+        if not isinstance(value, str) or len(value) < _MIN_SECRET_LENGTH or value in self.known_values:
+            return False
+        in_repr = repr(value)[1:-1]
+        variants = (value, json.dumps(value, ensure_ascii=False)[1:-1], in_repr, in_repr.replace("'", "\\'"))
+        self._known.append(tuple(dict.fromkeys(variants)))
+        self.known_values = self.known_values + (value,)
+        # Longest first, so a key that contains another known key is replaced whole.
+        forms = [(number, form) for number, entry in enumerate(self._known, start=1) for form in entry]
+        self._replace_order = tuple(sorted(forms, key=lambda item: -len(item[1])))
+        self._forms = tuple(form for _, form in forms)
+        return True
 
     def scan(self, text: str) -> list[str]:
         """Descriptions of the credentials in ``text``, each kind once, in a stable order.
@@ -77,26 +133,123 @@ class SecretLint:
         findings = [f"configured secret #{number}"
                     for number, forms in enumerate(self._known, start=1)
                     if any(form in text for form in forms)]
-        seen: set[str] = set()
         # The regex costs ~100 µs per few hundred characters; almost no text contains any of
         # its anchor words, so look for those first (every save is linted).
-        lowered = text.lower()
-        if "authorization" not in lowered and "bearer" not in lowered and "sk-" not in lowered:
+        if not _has_anchor(text):
             return findings
-        for match in _PATTERNS.finditer(text):
-            kind = match.lastgroup
-            if kind is not None and kind not in seen:
-                seen.add(kind)
+        seen = {match.lastgroup.removesuffix("_v") for match in _PATTERNS.finditer(text) if match.lastgroup}
         findings.extend(_DESCRIPTIONS[kind] for kind in _DESCRIPTIONS if kind in seen)
         return findings
 
-    def check(self, state: AgentState, *, history_from: int = 0) -> None:
-        """Raise if ``state`` holds a credential.
+    def redact_text(self, text: str, *, patterns: bool = True) -> tuple[str, list[str]]:
+        """``text`` with every finding replaced by ``[redacted]``, and one description per
+        replacement; with ``patterns=False`` only the configured secrets. Unchanged text
+        is returned as the same object."""
+        if len(text) < _MIN_SECRET_LENGTH:
+            return text, []
+        hits: list[str] = []
+        for number, form in self._replace_order:
+            if form in text:
+                hits.extend([f"configured secret #{number}"] * text.count(form))
+                text = text.replace(form, REDACTED)
+        if patterns and len(text) >= 19 and _has_anchor(text):
+            pieces: list[str] = []
+            last = 0
+            for match in _PATTERNS.finditer(text):
+                kind = match.lastgroup
+                if not kind:
+                    continue
+                start, end = match.span(kind)
+                pieces.append(text[last:start])
+                pieces.append(REDACTED)
+                last = end
+                hits.append(_DESCRIPTIONS[kind.removesuffix("_v")])
+            if pieces:
+                pieces.append(text[last:])
+                text = "".join(pieces)
+        return text, hits
+
+    def redact_known_text(self, text: str) -> tuple[str, list[str]]:
+        """:meth:`redact_text` for the configured secrets only."""
+        return self.redact_text(text, patterns=False)
+
+    def redact(self, value: Any, *, patterns: bool = True) -> tuple[Any, list[str]]:
+        """:func:`redact_value` with this lint's text redaction: ``(value, hits)``, the
+        very same value and ``[]`` when there is nothing to redact.
+
+        Most values hold nothing, so each is first turned into one text (in C: JSON for
+        models, ``repr`` for the rest) and checked; only a value that may hold a finding
+        is walked. With ``patterns=False`` a lint that knows no secret costs nothing.
+        """
+        if not self.may_hold_secret(value, patterns=patterns):
+            return value, []
+        return redact_value(value, self.redact_text if patterns else self.redact_known_text)
+
+    def may_hold_secret(self, value: Any, *, patterns: bool = True) -> bool:
+        """False when ``value`` certainly holds no finding (a quick check on one text)."""
+        forms = self._forms
+        if not forms and not patterns:
+            return False
+        try:
+            if isinstance(value, BaseModel):
+                text = value.model_dump_json()
+            elif isinstance(value, str):
+                text = value
+            else:
+                text = repr(value)
+        except Exception:  # a value that cannot be shown cheaply: walk it
+            return True
+        if forms:
+            for form in forms:
+                if form in text:
+                    return True
+        return patterns and len(text) >= 10 and _has_anchor(text)
+
+    def redact_state(self, state: AgentState, *, history_from: int = 0) -> tuple[AgentState, list[Redaction]]:
+        """The state with every finding redacted, and where each was.
 
         Args:
             state: the state about to be saved.
             history_from: messages before this index were already checked (the runtime's
                 history only grows), so only the new ones and the other fields are scanned.
+
+        Returns:
+            ``(state, redactions)``: the same object and ``[]`` when it is clean.
+
+        Raises:
+            ArkError: ``secret_in_state`` (security) in the one case it cannot redact: a
+                finding that spans JSON structure (no single string holds it). The
+                message says what was found, never the secret.
+        """
+        start = max(0, history_from)
+        new = state.history[start:]
+        if not any(self.scan(part) for part in [m.model_dump_json() for m in new] + [header_json(state)]):
+            return state, []
+        redactions: list[Redaction] = []
+        history = list(state.history)
+        for index in range(start, len(history)):
+            redacted, hits = self.redact(history[index])
+            if hits:
+                history[index] = redacted
+                redactions.append(_redaction(f"history[{index}]", hits))
+        updates: dict[str, Any] = {"history": tuple(history)} if redactions else {}
+        for name in AgentState.model_fields:
+            if name in APPEND_ONLY_FIELDS:
+                continue
+            redacted, hits = self.redact(getattr(state, name))
+            if hits:
+                updates[name] = redacted
+                redactions.append(_redaction(name, hits))
+        state = state.model_copy(update=updates) if updates else state
+        self.check(state, history_from=start)  # a finding no single string holds: refuse
+        return state, redactions
+
+    def check(self, state: AgentState, *, history_from: int = 0) -> None:
+        """Raise if ``state`` holds a credential (for callers that refuse rather than redact).
+
+        Args:
+            state: the state about to be saved.
+            history_from: messages before this index were already checked.
 
         Raises:
             ArkError: ``secret_in_state`` (security); the message says what was found
@@ -129,5 +282,72 @@ class SecretLint:
                        f"hold a credential ({', '.join(located)}); remove it from the state "
                        "before saving")
 
+    def __len__(self) -> int:
+        return len(self._known)
+
     def __repr__(self) -> str:
         return f"SecretLint(known={len(self._known)})"
+
+
+def redact_value(value: Any, redact_text: Callable[[str], tuple[str, list[str]]]) -> tuple[Any, list[str]]:
+    """``value`` with ``redact_text`` applied to every string in it (keys included), and
+    one description per replacement.
+
+    Walks strings, mappings, lists, tuples and pydantic models (rebuilt with
+    ``model_copy``, so frozen values stay frozen and are not re-validated). Anything
+    unchanged is returned as the very same object, so callers can test identity.
+    A mapping entry named like a credential header (``Authorization``,
+    ``X-Authorization``, ``x-api-key``) whose value is token-shaped is redacted whole.
+    """
+    hits: list[str] = []
+    return _walk(value, redact_text, hits, 0), hits
+
+
+def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits: list[str], depth: int) -> Any:
+    kind = type(value)
+    if kind is str or isinstance(value, str):
+        if len(value) < _MIN_SECRET_LENGTH:
+            return value
+        redacted, found = redact_text(value)
+        if not found:
+            return value
+        hits.extend(found)
+        return redacted
+    if value is None or kind is int or kind is float or kind is bool:
+        return value
+    if depth > _MAX_DEPTH:
+        # Deeper than any value arknb builds: check it as text and redact it whole.
+        _, found = redact_text(json.dumps(value, default=str, ensure_ascii=False))
+        hits.extend(found)
+        return REDACTED if found else value
+    depth += 1
+    before = len(hits)
+    if kind is dict or isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if type(key) is str:
+                if type(item) is str and _HEADER_KEY.search(key.strip()) and _HEADER_VALUE.fullmatch(item):
+                    hits.append("Authorization header")
+                    item = REDACTED
+                key = _walk(key, redact_text, hits, depth)
+            out[key] = _walk(item, redact_text, hits, depth)
+        return out if len(hits) > before else value
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        items = [_walk(item, redact_text, hits, depth) for item in value]
+        if len(hits) == before:
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, BaseModel):
+        changes: dict[str, Any] = {}
+        for name in type(value).model_fields:
+            item = getattr(value, name)
+            count = len(hits)
+            redacted = _walk(item, redact_text, hits, depth)
+            if len(hits) > count:
+                changes[name] = redacted
+        return value.model_copy(update=changes) if changes else value
+    return value
+
+
+def _redaction(where: str, hits: list[str]) -> Redaction:
+    return Redaction(where, len(hits), tuple(sorted(set(hits))))

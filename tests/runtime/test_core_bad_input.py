@@ -35,6 +35,8 @@ def model() -> ScriptedModel:
     ({"require_approval": "no"}, "require_approval"),
     ({"secrets": "sk-abcdefghijkl"}, "secrets"),
     ({"secrets": 5}, "secrets"),
+    ({"secrets": ["long-enough-secret", 5]}, "secrets[1]"),
+    ({"secrets": ["short"]}, "secrets[0]"),
     ({"clock": 5}, "clock"),
     ({"state": "x"}, "state"),
 ])

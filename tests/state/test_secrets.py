@@ -104,3 +104,98 @@ def test_check_finds_secrets_in_a_pending_approval():
 
 def test_repr_does_not_show_known_secrets():
     assert API_KEY not in repr(SecretLint([API_KEY]))
+
+
+# -- redaction (issue 10 item 5: redact instead of refusing every later save) -----------
+
+from arknb.state import REDACTED, Redaction  # noqa: E402
+
+
+def test_redact_text_replaces_values_and_keeps_header_names():
+    lint = SecretLint([API_KEY])
+    text, hits = lint.redact_text(f"Authorization: Bearer {BEARER} then {API_KEY} and {SK_KEY}")
+    assert text == f"Authorization: Bearer {REDACTED} then {REDACTED} and {REDACTED}"
+    assert sorted(hits) == ["Authorization header", "configured secret #1", "sk- API key pattern"]
+
+
+def test_redact_text_returns_clean_text_as_the_same_object():
+    text = "nothing to see here, just a long enough sentence"
+    assert SecretLint([API_KEY]).redact_text(text) == (text, [])
+    assert SecretLint([API_KEY]).redact_text(text)[0] is text
+
+
+def test_a_longer_known_secret_is_replaced_whole():
+    lint = SecretLint(["abcdefgh", "abcdefgh-rotated"])
+    assert lint.redact_text("k=abcdefgh-rotated")[0] == f"k={REDACTED}"
+
+
+def test_patterns_can_be_left_out():
+    lint = SecretLint([API_KEY])
+    text, hits = lint.redact_text(f"{SK_KEY} {API_KEY}", patterns=False)
+    assert text == f"{SK_KEY} {REDACTED}" and hits == ["configured secret #1"]
+    assert SecretLint().redact({"a": SK_KEY}, patterns=False) == ({"a": SK_KEY}, [])
+
+
+def test_redact_walks_models_mappings_and_sequences_and_keeps_clean_parts_identical():
+    clean = AgentMessage.user("hello there")
+    value = {"messages": [clean, AgentMessage.user(f"key {API_KEY}")], "n": 3, API_KEY: (1, "x")}
+    redacted, hits = SecretLint([API_KEY]).redact(value)
+    assert redacted["messages"][0] is clean
+    assert redacted["messages"][1].text == f"key {REDACTED}" and redacted[REDACTED] == (1, "x")
+    assert hits == ["configured secret #1", "configured secret #1"]
+    assert value["messages"][1].text == f"key {API_KEY}"   # the original is not changed
+
+
+@pytest.mark.parametrize("name", ["Authorization", "X-Authorization", "proxy-authorization", "x-api-key", "api_key"])
+def test_a_credential_header_entry_is_redacted_whole(name):
+    redacted, hits = SecretLint().redact({"headers": {name: "Token abcdefghijklmnopqrstuvwx"}})
+    assert redacted == {"headers": {name: REDACTED}} and hits == ["Authorization header"]
+
+
+def test_an_ordinary_header_entry_is_kept():
+    value = {"authorization": "granted by the admin"}
+    assert SecretLint().redact(value) == (value, [])
+
+
+def test_redact_finds_a_key_with_characters_that_need_escaping():
+    key = 'quote"and\\slash-key'
+    redacted, hits = SecretLint([key]).redact({"text": f"key={key}"})
+    assert redacted == {"text": f"key={REDACTED}"} and hits == ["configured secret #1"]
+
+
+def test_redact_state_redacts_history_and_fields_and_says_where(full_state):
+    state = full_state.model_copy(update={
+        "history": full_state.history + (AgentMessage.tool("c9", f"echo {API_KEY}"),),
+        "metadata": {"env": SK_KEY}})
+    lint = SecretLint([API_KEY])
+    redacted, redactions = lint.redact_state(state, history_from=len(full_state.history))
+    index = len(full_state.history)
+    assert redactions == [Redaction(f"history[{index}]", 1, ("configured secret #1",)),
+                          Redaction("metadata", 1, ("sk- API key pattern",))]
+    assert redacted.history[index].text == f"echo {REDACTED}" and redacted.metadata == {"env": REDACTED}
+    assert redacted.history[:index] == full_state.history
+    lint.check(redacted)   # nothing left
+    assert redactions[0].to_payload() == {"where": f"history[{index}]", "count": 1,
+                                          "kinds": ["configured secret #1"]}
+
+
+def test_redact_state_of_a_clean_state_returns_it(full_state):
+    assert SecretLint([API_KEY]).redact_state(full_state) == (full_state, [])
+    assert SecretLint([API_KEY]).redact_state(full_state)[0] is full_state
+
+
+def test_redact_state_refuses_only_what_no_single_string_holds():
+    # The known "secret" spans two JSON strings: it cannot be redacted, so the save is refused.
+    lint = SecretLint(['ab","cd12345'])
+    state = AgentState(session_id="s", metadata={"x": ["ab", "cd12345"]})
+    with pytest.raises(ArkError) as info:
+        lint.redact_state(state)
+    assert info.value.code == "secret_in_state" and "cd12345" not in info.value.message
+
+
+def test_a_value_nested_deeper_than_any_arknb_builds_is_redacted_whole():
+    value: object = f"key {API_KEY}"
+    for _ in range(100):
+        value = [value]
+    redacted, hits = SecretLint([API_KEY]).redact(value)
+    assert API_KEY not in repr(redacted) and hits

@@ -5,6 +5,11 @@ One ``stream()`` call is one model call: ``model_start``, then deltas as they ar
 :class:`ArkError`. Failures before any output are retried per :class:`RetryPolicy`,
 each retry announced by a ``retry`` event. Closing the generator (``aclose()``) or
 firing the ``cancel`` token closes the HTTP response at once.
+
+An error this client raises carries nothing of the HTTP exchange: no ``__cause__`` or
+``__context__`` (httpx exceptions hold the request, and so its ``Authorization``
+header), and a traceback whose frames of this module hold no request, response or
+headers (each attempt runs in its own generator, whose frame is not in it).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from .assembler import StreamAssembler
 from .errors import error_from_envelope, error_from_status, retry_after_seconds
 from .profiles import ProviderProfile, is_loopback_host
 from .retry import RetryPolicy, Timeouts
-from .secrets import ApiKey, ApiKeySource, from_env
+from .secrets import ApiKey, ApiKeySource, SecretObserver, from_env
 from .sse import DONE, iter_chunks
 from .wire import build_body
 
@@ -39,6 +44,7 @@ _T = TypeVar("_T")
 _USER_AGENT = "arknb/0.1 (OpenAI-compatible)"
 _MAX_ERROR_BODY = 64 * 1024
 _DRAIN_TIMEOUT = 2.0
+_CREDENTIAL_HEADER_WORDS = ("key", "token", "secret", "auth", "password")
 
 
 class _Guard:
@@ -149,6 +155,10 @@ class OpenAICompatibleClient:
         if any(k.lower() == "authorization" for k in self._headers):
             raise ArkError(ErrorLayer.CONFIG, "invalid_argument",
                            "pass the key as api_key=, not as an Authorization header")
+        for name, value in {**profile.default_headers, **self._headers}.items():
+            # e.g. Azure's "api-key": a credential like the key, hidden and reported like it.
+            if any(word in name.lower() for word in _CREDENTIAL_HEADER_WORDS):
+                self._key.hide(value)
         self._clock = clock
         self._owns_client = http_client is None
         if http_client is None:
@@ -171,9 +181,19 @@ class OpenAICompatibleClient:
         return self._model
 
     def secret_values(self) -> tuple[SecretStr, ...]:
-        """The API key(s) as ``SecretStr``, for the runtime's secret lint (state is
-        scanned for them before every save); never shown anywhere."""
+        """The API key(s) known so far as ``SecretStr``; never shown anywhere. A key from
+        a callable is known only once resolved: use :meth:`observe_secrets` to learn it."""
         return self._key.known()
+
+    def observe_secrets(self, observer: SecretObserver) -> Callable[[], None]:
+        """Call ``observer(SecretStr(key))`` for each key known now (a static key, the
+        environment variable's value) and for each new key a source hands out (a callable
+        may rotate), before the request that uses it is sent. ``AgentRuntime`` registers
+        one and redacts every key it learns. Returns a function that stops observing.
+
+        A bound method is held weakly, so a runtime is not kept alive by its client.
+        """
+        return self._key.observe(observer)
 
     def __repr__(self) -> str:
         return (f"OpenAICompatibleClient(provider={self._profile.provider_id!r}, model={self._model!r}, "
@@ -228,15 +248,17 @@ class OpenAICompatibleClient:
         try:
             return await guard.run(awaitable, limit)
         except TimeoutError:
-            raise _Failed(self._timeout_error(what, is_total)) from None
+            error = self._timeout_error(what, is_total)
         except httpx.TimeoutException:
-            raise _Failed(self._timeout_error(what, False)) from None
+            error = self._timeout_error(what, False)
         except httpx.HTTPError as exc:
             # The exception text holds the URL at most, never headers; redact anyway.
-            raise _Failed(ArkError(ErrorLayer.TRANSPORT, "provider_connection_error",
-                                   f"{self._profile.provider_id}: {type(exc).__name__}: "
-                                   f"{self._key.redact(str(exc)) or 'connection failed'}",
-                                   Retryability.SAFE)) from None
+            error = ArkError(ErrorLayer.TRANSPORT, "provider_connection_error",
+                             f"{self._profile.provider_id}: {type(exc).__name__}: "
+                             f"{self._key.redact(str(exc)) or 'connection failed'}", Retryability.SAFE)
+        # Raised here, outside the handler: the httpx exception (it holds the request and
+        # its headers) does not become this one's __context__.
+        raise _Failed(error)
 
     async def _request(self, content: bytes) -> httpx.Request:
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json",
@@ -315,6 +337,24 @@ class OpenAICompatibleClient:
         for event in assembler.flush():
             yield event
 
+    async def _attempt(self, content: bytes, model: str, attempt: int, assembler: StreamAssembler, guard: _Guard,
+                       deadline: float | None) -> AsyncIterator[StreamingEvent]:
+        """One HTTP request and its events. Its own generator, so the request and the
+        response live in a frame that no error raised by :meth:`stream` keeps."""
+        http_request = await self._request(content)
+        _log.debug("POST %s model=%s attempt=%d", self._profile.chat_url, model, attempt)
+        # The first-output limit runs from sending the request to the first event.
+        first_output = self._timeouts.first_output
+        first = None if first_output is None else self._clock() + first_output
+        response = await self._io(guard, self._http.send(http_request, stream=True, follow_redirects=False),
+                                  "output", _left(first, self._clock), deadline)
+        try:
+            async with aclosing(self._read(response, assembler, guard, first, deadline)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            await response.aclose()
+
     async def stream(self, request: ModelRequest, *,
                      cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:
         """Stream one model call; see the module docstring for the event order."""
@@ -335,32 +375,24 @@ class OpenAICompatibleClient:
                 attempt += 1
                 assembler = StreamAssembler(think_tags=profile.think_tags, provider=profile.provider_id)
                 try:
-                    http_request = await self._request(content)
-                    _log.debug("POST %s model=%s attempt=%d", profile.chat_url, body["model"], attempt)
-                    # The first-output limit runs from sending the request to the first event.
-                    first = None if timeouts.first_output is None else self._clock() + timeouts.first_output
-                    response = await self._io(
-                        guard, self._http.send(http_request, stream=True, follow_redirects=False),
-                        "output", _left(first, self._clock), deadline)
-                    try:
-                        async with aclosing(self._read(response, assembler, guard, first, deadline)) as events:
-                            async for event in events:
-                                yield event
-                        result = assembler.finish()
-                    finally:
-                        await response.aclose()
-                except ArkError as error:
-                    failure = _Failed(error)
+                    async with aclosing(self._attempt(content, body["model"], attempt, assembler, guard,
+                                                      deadline)) as events:
+                        async for event in events:
+                            yield event
+                    result = assembler.finish()
+                except ArkError as exc:
+                    failure = _Failed(exc)
                 except _Failed as exc:
                     failure = exc
                 else:
                     yield ModelComplete.model_construct(response=result)
                     return
-                error = failure.error
-                if error.layer is ErrorLayer.CANCELLED or assembler.output_started or failure.should_retry is False:
+                error, retry_after, should_retry = _detached(failure.error), failure.retry_after, failure.should_retry
+                failure = None  # its traceback holds the attempt's frames (request, response)
+                if error.layer is ErrorLayer.CANCELLED or assembler.output_started or should_retry is False:
                     raise error
-                delay = policy.delay(attempt, error, failure.retry_after)
-                if delay is None and failure.should_retry:
+                delay = policy.delay(attempt, error, retry_after)
+                if delay is None and should_retry:
                     delay = policy.delay(attempt, ArkError(error.layer, error.code, error.message,
                                                            Retryability.SAFE), None)
                 if delay is None or (deadline is not None and self._clock() + delay >= deadline):
@@ -370,6 +402,14 @@ class OpenAICompatibleClient:
                 await guard.run(policy.sleep(delay), None)
         finally:
             guard.release()
+
+
+def _detached(error: ArkError) -> ArkError:
+    """``error`` without a traceback or chained exceptions: what it was raised through
+    (the attempt's frames, an httpx exception) holds the request and its headers."""
+    error.__cause__ = None
+    error.__context__ = None
+    return error.with_traceback(None)
 
 
 def _left(until: float | None, clock: Callable[[], float]) -> float | None:

@@ -1,0 +1,258 @@
+"""The runtime's redactor: no secret leaves the runtime (DESIGN §9 "Secrets").
+
+The secrets the runtime knows are ``AgentRuntime(secrets=...)`` and every API key the
+model reports (``observe_secrets``: as it resolves each key, before the request that
+uses it is sent). They are replaced by ``[redacted]`` at the runtime's exits, each time
+with a ``secret.redacted`` event (where, how many, what kind; never the value):
+
+- events, before they are published (``AgentRuntime._publish``): every payload but
+  ``llm.chunk``, which :class:`ChunkGuard` handles. Widgets and exported traces are
+  built from events and state, so they are clean too;
+- history, as messages are appended (user input, model messages, tool answers, hook
+  injections): state in memory, the next model request and saved state are clean;
+- the :class:`AgentRunResult` a run returns (final message, error);
+- saved state, by the save-time lint (:mod:`arknb.state.secrets`), the last line.
+
+Credential *shapes* from sources the runtime does not know (``sk-...`` keys, bearer
+tokens, ``Authorization`` headers) are redacted from history, run results and saved
+state, not from event payloads: matching three patterns in every payload would cost
+every run several per cent. ``python -m arknb.scan_secrets`` finds them in exported
+traces before they are shared.
+
+Streamed text (``llm.chunk``): a known secret may arrive split across chunks.
+:class:`ChunkGuard` holds back the end of a chunk while it could be the start of a known
+secret (at most ``len(secret) - 1`` characters) and releases it with the next chunk or
+at the end of the stream. So no ``llm.chunk`` payload, and no concatenation of the
+consecutive chunks of one model call, contains a secret known when they were published.
+The cost: a chunk that ends like the start of a secret reaches listeners one chunk
+later. With no secret known a chunk costs one attribute test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..domain import AgentMessage, ArkError
+from ..events import EventTypes
+from ..state import REDACTED, AgentState, Redaction, SecretLint
+from .result import AgentRunResult
+
+if TYPE_CHECKING:
+    from .runtime import AgentRuntime
+
+__all__ = ["ChunkGuard", "Redactor", "lint_before_save"]
+
+_PREFIX_LIMIT = 256
+"""Secrets up to this length are matched by their prefixes in one ``endswith`` call;
+longer ones (rare) by a search, so a huge secret does not cost quadratic memory."""
+
+
+class Redactor:
+    """Redacts the runtime's outgoing values and says so through ``emit``.
+
+    Args:
+        lint: the lint holding the known secrets (shared with the save-time check).
+        emit: ``emit(event_type, payload)``, the runtime's publisher.
+    """
+
+    __slots__ = ("lint", "_emit", "_checked", "__weakref__")  # a model holds its learn() weakly
+
+    def __init__(self, lint: SecretLint, emit: Callable[[str, Any], None]) -> None:
+        self.lint = lint
+        self._emit = emit
+        # How much of history is known clean: (messages, the last of them, secrets known
+        # then). Appending checks new messages once, and the save-time lint skips them.
+        self._checked: tuple[int, Any, int] = (0, None, 0)
+
+    def learn(self, secret: Any) -> None:
+        """Redact ``secret`` (a ``str`` or ``SecretStr``) from now on. A model calls this
+        (through ``observe_secrets``) before it uses a key it just resolved."""
+        self.lint.add(secret)
+
+    def value(self, value: Any, where: str) -> Any:
+        """``value`` with every secret in it redacted (the same object when clean)."""
+        redacted, hits = self.lint.redact(value)
+        if hits:
+            self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
+        return redacted
+
+    def payload(self, event_type: str, payload: Any) -> tuple[Any, Redaction | None]:
+        """An event payload with the configured secrets redacted, and what was (``None``
+        when it was clean); the caller publishes the event first, then the report.
+
+        Credential shapes are left to history and the save-time lint: matching them in
+        every payload would cost every run several per cent, and a lint that knows no
+        secret makes this free.
+        """
+        redacted, hits = self.lint.redact(payload, patterns=False)
+        if not hits:
+            return payload, None
+        return redacted, Redaction(f"event {event_type}", len(hits), tuple(sorted(set(hits))))
+
+    def messages(self, history: tuple[AgentMessage, ...],
+                 messages: tuple[AgentMessage, ...]) -> tuple[AgentMessage, ...]:
+        """Messages about to be appended to ``history``, redacted (secrets and shapes)."""
+        out = list(messages)
+        changed = False
+        first_index = len(history)
+        for offset, message in enumerate(out):
+            redacted, hits = self.lint.redact(message)
+            if hits:
+                out[offset] = redacted
+                changed = True
+                self.report(Redaction(f"history[{first_index + offset}]", len(hits), tuple(sorted(set(hits)))))
+        if out and self.checked_from(history) == first_index:
+            self._checked = (first_index + len(out), out[-1], len(self.lint.known_values))
+        return tuple(out) if changed else messages
+
+    def checked_from(self, history: tuple[AgentMessage, ...]) -> int:
+        """Where the unchecked part of ``history`` starts (0 after a secret was learnt,
+        or when history is not the one checked, e.g. a state loaded in its place)."""
+        count, last, known = self._checked
+        if known != len(self.lint.known_values) or count > len(history):
+            return 0
+        if count and history[count - 1] is not last:
+            return 0
+        return count
+
+    def mark_checked(self, history: tuple[AgentMessage, ...]) -> None:
+        """All of ``history`` was checked with the secrets known now."""
+        self._checked = (len(history), history[-1] if history else None, len(self.lint.known_values))
+
+    def result(self, result: AgentRunResult) -> AgentRunResult:
+        """A run's result with its final message and error redacted."""
+        updates: dict[str, Any] = {}
+        if result.final_message is not None:
+            message = self.value(result.final_message, "run result final_message")
+            if message is not result.final_message:
+                updates["final_message"] = message
+        if result.error is not None:
+            error = self.error(result.error, "run result error")
+            if error is not result.error:
+                updates["error"] = error
+        return dataclasses.replace(result, **updates) if updates else result
+
+    def error(self, error: ArkError, where: str) -> ArkError:
+        """``error`` itself when clean, else a copy with its message (and provider code)
+        redacted, and no traceback or chained exceptions (they may hold the original)."""
+        message, hits = self.lint.redact_text(error.message)
+        code, code_hits = self.lint.redact_text(error.provider_code) if error.provider_code else (None, [])
+        hits = hits + code_hits
+        if not hits:
+            return error
+        self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
+        return ArkError(error.layer, error.code, message, error.retryability, status_code=error.status_code,
+                        provider_code=code)
+
+    def chunk_guard(self) -> ChunkGuard:
+        """A guard for one model call's streamed text."""
+        return ChunkGuard(self)
+
+    def report(self, redaction: Redaction) -> None:
+        """Publish ``secret.redacted`` for ``redaction`` (its payload holds no secret)."""
+        self._emit(EventTypes.SECRET_REDACTED, redaction.to_payload())
+
+
+class ChunkGuard:
+    """Redacts configured secrets from one model call's streamed text, also when a secret
+    is split across chunks (see the module docstring for what that guarantees).
+
+    ``feed(kind, text)`` returns what may be published now (possibly ``""``);
+    ``flush(kind)`` returns what is still held at the end of the stream.
+    """
+
+    __slots__ = ("_lint", "_redactor", "_held", "_secrets", "_prefixes", "_ends", "_long")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._lint = redactor.lint
+        self._held: dict[str, str] = {}
+        self._secrets: tuple[str, ...] = ()
+        self._prefixes: tuple[str, ...] = ()
+        self._ends: frozenset[str] = frozenset()
+        self._long: tuple[str, ...] = ()
+
+    def feed(self, kind: str, text: str) -> str:
+        secrets = self._lint.known_values
+        if not secrets:  # the common case: nothing configured, nothing to hold
+            return text
+        if secrets is not self._secrets:  # learnt a key: every proper prefix, for endswith()
+            self._secrets = secrets
+            short = [secret for secret in secrets if len(secret) <= _PREFIX_LIMIT]
+            self._prefixes = tuple({secret[:size] for secret in short for size in range(1, len(secret))})
+            # The characters a proper prefix can end with: most chunks end with another.
+            self._ends = frozenset(prefix[-1] for prefix in self._prefixes)
+            self._long = tuple(secret for secret in secrets if len(secret) > _PREFIX_LIMIT)
+        held = self._held
+        if held:
+            pending = held.pop(kind, "")
+            text = pending + text
+        count = 0
+        for secret in secrets:
+            if secret in text:
+                count += text.count(secret)
+                text = text.replace(secret, REDACTED)
+        if count:
+            self._redactor.report(Redaction("event llm.chunk", count, ("configured secret",)))
+        keep = 0
+        if text and text[-1] in self._ends and text.endswith(self._prefixes):
+            keep = max(len(prefix) for prefix in self._prefixes if text.endswith(prefix))
+        if self._long:
+            keep = max(keep, _held_suffix(text, self._long))
+        if keep:
+            held[kind] = text[-keep:]
+            return text[:-keep]
+        return text
+
+    def flush(self, kind: str) -> str:
+        """The text still held for ``kind`` (never a whole secret)."""
+        return self._held.pop(kind, "")
+
+
+def _held_suffix(text: str, secrets: tuple[str, ...]) -> int:
+    """The length of the longest end of ``text`` that is a proper prefix of a secret."""
+    longest = 0
+    size = len(text)
+    for secret in secrets:
+        first = secret[0]
+        # Only the last len(secret) - 1 characters can start an unfinished secret.
+        position = text.find(first, max(0, size - len(secret) + 1))
+        while position != -1 and size - position > longest:
+            if secret.startswith(text[position:]):
+                longest = size - position
+                break
+            position = text.find(first, position + 1)
+    return longest
+
+
+def lint_before_save(rt: AgentRuntime, state: AgentState, *, in_memory: bool = True) -> AgentState:
+    """The save-time lint, the last line: ``state`` (about to be saved) with every finding
+    redacted, each reported by a ``secret.redacted`` event.
+
+    Args:
+        in_memory: ``state`` is the runtime's own state: it is replaced by the redacted
+            one at once. Otherwise (a decision's candidate state, which becomes the
+            runtime's only once saved) the caller keeps the returned state.
+
+    Only the messages added since the last lint and the small rest of the state are
+    scanned (history only grows). Raises ``secret_in_state`` only for a finding that no
+    single string holds, which cannot be redacted.
+    """
+    redactor = rt._redactor
+    state, redactions = rt.secret_lint.redact_state(state, history_from=redactor.checked_from(state.history))
+    redactor.mark_checked(state.history)
+    if not redactions:
+        return state
+    if any(r.where in ("loop_window", "loop_forgiven") for r in redactions):
+        # A call's arguments held a secret: the detector keeps the redacted signatures,
+        # or the next save would write the secret again.
+        rt.loop_detector.restore(state.loop_window, state.loop_forgiven)
+    if in_memory:
+        rt._state = state
+    for redaction in redactions:
+        redactor.report(redaction)
+    state = state.model_copy(update={"event_sequence": rt._seq})  # the reports used sequence numbers
+    if in_memory:
+        rt._state = state
+    return state
