@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..domain import ArkError, ErrorCode, ModelRequest, StreamingEvent, StreamingEventAdapter
 from ..domain.errors import ErrorInfo
 from ._files import FileKind, canonical_json, check_header, iter_jsonl, now_iso
@@ -169,10 +171,8 @@ def _record(path: Path, number: int, value: Any, index: int) -> CassetteRecord:
             raise bad(f"events[{i}] has an invalid offset {offset!r}")
         try:
             events.append(StreamingEventAdapter.validate_python(data))
-        except ValueError as exc:
-            first = str(exc).splitlines()
-            raise bad(f"events[{i}] is not a streaming event ({first[0] if first else exc}"
-                      f"{': ' + first[2].strip() if len(first) > 2 else ''})") from None
+        except ValidationError as exc:
+            raise bad(f"events[{i}] is not a streaming event ({_first_problem(exc)})") from None
         offsets.append(float(offset))
     error = value.get("error")
     if error is not None:
@@ -185,3 +185,11 @@ def _record(path: Path, number: int, value: Any, index: int) -> CassetteRecord:
         raise bad(f"has complete={complete!r}; expected true or false")
     return CassetteRecord(call=index, parent=parent, line=number, request_hash=request_hash, request=request,
                           events=tuple(events), offsets=tuple(offsets), error=error, complete=complete)
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """Where and what the first validation problem is, in one line ("text: Field required")."""
+    problem = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in problem.get("loc", ()))
+    return f"{where}: {problem.get('msg')}" if where else str(problem.get("msg"))
+

@@ -114,9 +114,13 @@ def _parse(path: Path, kind: FileKind, number: int, raw: bytes) -> tuple[int, An
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise kind.error(path, number, f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = text.rstrip("\r\n")  # parsed without its line end: a cut line then reads as cut, not as a bad character
     try:
         return number, json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
+        if exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip()):
+            raise kind.error(path, number, f"is not valid JSON: it is cut short, the text ends inside a value "
+                                           f"({exc})") from None
         raise kind.error(path, number, f"is not valid JSON ({exc})") from None
 
 

@@ -80,8 +80,9 @@ def _observe(client: Any, observer: Any) -> Any:
 class _Tape:
     """A cassette's records as a tree of conversations and the position reached in it."""
 
-    def __init__(self, path: Path, records: list[CassetteRecord], lines: int) -> None:
+    def __init__(self, path: Path, records: list[CassetteRecord], lines: int, torn: bool = False) -> None:
         self.path = path
+        self.torn = torn  # the file ends in a partial record (its recording was interrupted)
         self.records = records
         self.children: dict[int, list[CassetteRecord]] = {}
         for record in records:
@@ -118,10 +119,19 @@ class _Tape:
         call = self.calls + 1
         candidates = self.children.get(self.cursor, ())
         if not candidates:
-            after = f"after record {self.cursor}" if self.cursor else "at the start"
+            where = f"none follows record {self.cursor}" if self.cursor else "none is at its start"
+            notes = ""
+            if self.torn:
+                notes += (f" Its last line (line {self.lines}) is a record cut off when its recording was "
+                          "interrupted, so it was left out.")
+            digest = self.hasher.digest(canonical)
+            if self.cursor and any(r.request_hash == digest for r in self.children.get(0, ())):
+                notes += (" This request is the cassette's first call again: one model object plays one "
+                          "conversation, once. Give each runtime (and each re-run of a cell) a new one, or call "
+                          "reset() on a ReplayModel.")
             return ArkError(ErrorLayer.CONFIG, ErrorCode.CASSETTE_EXHAUSTED,
                             f"cassette {self.path} has no record for model call {call}: it holds "
-                            f"{len(self.records)} record(s) and none follows {after}. Record the rest with "
+                            f"{len(self.records)} record(s) and {where}.{notes} Record the rest with "
                             f"Recorder(client, path, mode='new_episodes'), or fork(path, at_call={self.calls}, "
                             f"then=client) to send it to a live model")
         actual = json.loads(canonical)
@@ -204,8 +214,8 @@ class ReplayModel:
     def __init__(self, path: str | os.PathLike[str], *, timing: Timing = "instant") -> None:
         self.path = as_path(path, "ReplayModel path")
         self.timing = _check_timing(timing)
-        self.header, records, _torn, lines = _load(self.path)
-        self._tape = _Tape(self.path, records, lines)
+        self.header, records, torn, lines = _load(self.path)
+        self._tape = _Tape(self.path, records, lines, torn)
         self._gate = _OneAtATime("ReplayModel")
 
     @property
@@ -288,7 +298,7 @@ class Recorder:
         exists = self.path.exists()
         if exists and mode != "all":
             _header, records, self._torn, lines = _load(self.path)
-            self._tape = _Tape(self.path, records, lines)
+            self._tape = _Tape(self.path, records, lines, self._torn)
         else:
             if exists:
                 self._check_overwritable()
@@ -413,7 +423,8 @@ class Recorder:
             with open(self.path, "rb+") as f:
                 data = f.read()
                 f.truncate(data.rfind(b"\n") + 1)
-            self._torn = False
+            self._torn = self._tape.torn = False
+            self._tape.lines -= 1  # the cut line is gone: the next record takes its number
 
     async def generate(self, request: ModelRequest, *, cancel: CancellationToken | None = None) -> ModelResponse:
         """The complete response (recorded like a streamed call)."""
@@ -433,8 +444,8 @@ class ForkedModel:
         self.then = then
         self.match = match
         self.timing = timing
-        _header, records, _torn, lines = _load(path)
-        self._tape = _Tape(path, records, lines)
+        _header, records, torn, lines = _load(path)
+        self._tape = _Tape(path, records, lines, torn)
         self._gate = _OneAtATime("fork()")
         self.replayed = 0
         self.forwarded = 0

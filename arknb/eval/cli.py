@@ -11,9 +11,10 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
-from ..domain import ArkError
+from ..domain import ArkError, invalid_argument
 
 __all__ = ["main"]
 
@@ -67,6 +68,7 @@ async def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .suite import run_suite
 
     suite = load_suite(args.suite)
+    out_path = _prepare_out(args.out) if args.out else None
     # Read the baseline before running anything: a bad baseline fails fast, and it is
     # never overwritten even when --out names the same file.
     baseline = SuiteReport.from_jsonl(args.baseline) if args.baseline else None
@@ -79,10 +81,22 @@ async def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write("\n" + comparison.to_markdown() + "\n")
         if comparison.has_regressions:
             code = 1
-    if args.out:
-        path = report.to_jsonl(args.out)
+    if out_path is not None:
+        path = report.to_jsonl(out_path)
         err.write(f"report saved to {path}\n")
     return code
+
+
+def _prepare_out(value: str) -> Path:
+    """Check ``--out`` before anything runs (a suite may cost real model calls); create its folder."""
+    path = Path(value)
+    if path.is_dir():
+        raise invalid_argument(f"--out {path} is a folder: give a file name, e.g. {path / 'report.jsonl'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise invalid_argument(f"--out {path}: cannot create its folder ({exc})") from None
+    return path
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -121,8 +121,7 @@ class FunctionGrader(Grader):
         if not callable(fn):
             raise invalid_argument(f"@ev.grader decorates a function (case, result) -> bool | float | Grade, "
                                    f"got {type(fn).__name__}")
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-            raise invalid_argument(f"threshold must be a number in [0, 1], got {threshold!r}")
+        _check_threshold(threshold)
         self.fn = fn
         self.threshold = float(threshold)
         self.name = name or getattr(fn, "__name__", None) or "grader"
@@ -163,7 +162,13 @@ def grader(fn: Callable[..., Any] | None = None, /, *, threshold: float = 0.5,
     """
     if fn is not None:
         return FunctionGrader(fn, threshold=threshold, name=name)
+    _check_threshold(threshold)  # at the decorator line, not when the decorated function is defined
     return lambda inner: FunctionGrader(inner, threshold=threshold, name=name)
+
+
+def _check_threshold(threshold: Any) -> None:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+        raise invalid_argument(f"threshold must be a number in [0, 1], got {threshold!r}")
 
 
 def grader_name(g: Any) -> str:

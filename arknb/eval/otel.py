@@ -269,7 +269,10 @@ class _Instrumentation:
             return
         result = event.payload.get("result") or {}
         if result.get("is_error"):
-            self._fail(span, result.get("error_code") or "tool_error", str(result.get("text") or "tool error")[:500])
+            code = result.get("error_code") or "tool_error"
+            # The result's text is content (it may quote a file, a record, a secret): only with capture_content.
+            detail = str(result.get("text") or "")[:500] if self.capture else ""
+            self._fail(span, code, detail or f"the tool returned an error ({code})")
         if self.capture:
             span.set_attribute(_gen_ai.GEN_AI_TOOL_CALL_RESULT, str(result.get("text") or ""))
         span.end(end_time=_ns(event))

@@ -96,13 +96,18 @@ class CaseRow:
 
 
 def _aggregate_grades(runs: list[RunRecord]) -> tuple[Grade, ...]:
-    by_name: dict[str, list[Grade]] = {}
+    # Every run of a case is graded by the same list of graders, so grades line up by
+    # position, not by name: two graders may share a name (two ``contains`` of one text).
+    by_position: list[list[Grade]] = []
     for run in runs:
-        for grade in run.grades:
-            by_name.setdefault(grade.name, []).append(grade)
+        for i, grade in enumerate(run.grades):
+            if i == len(by_position):
+                by_position.append([])
+            by_position[i].append(grade)
     out = []
-    for name, grades in by_name.items():
-        if len(grades) == 1:
+    for grades in by_position:
+        name = grades[0].name
+        if len(runs) == 1:
             out.append(grades[0])
             continue
         errored = next((g for g in grades if g.error is not None), None)

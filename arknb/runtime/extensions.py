@@ -123,18 +123,20 @@ class ExtensionScope:
         name: the extension's name (its slice key).
         model: the runtime's model (e.g. to ask it for a summary).
         bus: the runtime's event bus (to observe; use :meth:`emit` to publish).
-        controller: the runtime's controller.
     """
 
-    __slots__ = ("name", "model", "bus", "controller", "_ports")
+    __slots__ = ("name", "model", "bus", "_ports")
 
-    def __init__(self, name: str, *, model: LLMClient, bus: EventBus, controller: AgentController,
-                 ports: _ScopePorts) -> None:
+    def __init__(self, name: str, *, model: LLMClient, bus: EventBus, ports: _ScopePorts) -> None:
         self.name = name
         self.model = model
         self.bus = bus
-        self.controller = controller
         self._ports = ports
+
+    @property
+    def controller(self) -> AgentController:
+        """The runtime's controller (to list or decide pending items)."""
+        return self._ports.controller()
 
     @property
     def session_id(self) -> str:
@@ -223,6 +225,7 @@ class _ScopePorts:
     persist: Callable[[str, bool], Awaitable[SaveResult]]
     clock: Callable[[], float]
     new_id: Callable[[str], str]
+    controller: Callable[[], Any]
 
 
 @dataclass(frozen=True, slots=True)

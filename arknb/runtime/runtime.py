@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Callable
 
@@ -39,6 +40,7 @@ from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
+from ._weak import NO_CONTROLLER, controller_of, weak_method
 from .extensions import Extension
 from .handle import RunHandle
 from .loop_detector import LoopDetector
@@ -176,16 +178,17 @@ class AgentRuntime:
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
         self.bus = event_bus if event_bus is not None else EventBus()
-        self.controller = AgentController(self.bus)
-        self.controller.bind_approval_host(self)
+        self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = HookRegistry(hooks)
+        emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
+        this = weakref.ref(self)
         self._extensions = ExtensionHost(
             [*keyword_extensions(plan_mode=plan_mode, skills=skills), *extensions],
-            kinds=(ToolKind(), LoopKind(lambda signature: self.loop_detector.forgive(signature))))
-        self._pipeline = HookPipeline(self.hooks, self._emit, tail=self._extensions.hooks)
+            kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature))))
+        self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
         self.secret_lint = SecretLint(secrets)
-        self._redactor = Redactor(self.secret_lint, self._emit)
+        self._redactor = Redactor(self.secret_lint, emit)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
             for value in secret_values():
@@ -285,6 +288,11 @@ class AgentRuntime:
             return found
 
     # -- public surface -------------------------------------------------------------
+
+    @property
+    def controller(self) -> AgentController:
+        """Approve, deny and list pending approvals: the control plane bound to this runtime."""
+        return controller_of(self)
 
     @property
     def state(self) -> AgentState:

@@ -110,6 +110,56 @@ async def test_malformed_lines_name_file_and_line_and_the_file_is_left_alone(tmp
         assert bad.read_bytes() == before, f"{name}: the file was changed"
 
 
+async def test_a_line_cut_short_is_named_as_cut_and_a_bad_event_names_its_field(tmp_path):
+    path, _ = await _recorded(tmp_path)
+    good = lines(path)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join([good[0], good[1][:120], good[2]]) + "\n", encoding="utf-8")
+    with pytest.raises(ArkError) as info:
+        ev.ReplayModel(cut)
+    assert info.value.code == "cassette_corrupt"
+    assert f"{cut}, line 2: is not valid JSON: it is cut short" in info.value.message
+    assert "control character" not in info.value.message
+    event = dict(json.loads(good[1])["events"][1])
+    assert event["type"] == "text_delta"
+    del event["text"]
+    missing = tmp_path / "missing_field.jsonl"
+    missing.write_text("\n".join([good[0], json.dumps({**json.loads(good[1]), "events": [event]})]) + "\n",
+                       encoding="utf-8")
+    with pytest.raises(ArkError, match=r"line 2: \(record 1\) events\[0\] is not a streaming event "
+                                       r"\(text_delta\.text: Field required\)"):
+        ev.ReplayModel(missing)
+
+
+async def test_exhaustion_after_an_interrupted_recording_says_the_cut_record_was_left_out(tmp_path):
+    path, _ = await _recorded(tmp_path)
+    good = lines(path)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text("\n".join([good[0], good[1], good[2][:80]]), encoding="utf-8")  # died mid-write
+    replay = ev.ReplayModel(torn)
+    assert replay.records == 1
+    result, _ = await run_add(replay)
+    assert result.error.code == "cassette_exhausted"
+    assert "Its last line (line 3) is a record cut off when its recording was interrupted" in result.error.message
+    # An appending recorder cuts that line off, and its new record takes the line's number.
+    recorder = ev.Recorder(ark.ScriptedModel([add_model().turns[1]]), torn, mode="new_episodes")
+    assert (await run_add(recorder))[0].text == "It is 3."
+    assert len(lines(torn)) == 3 and json.loads(lines(torn)[2])["call"] == 2
+    assert recorder._tape.records[-1].line == 3
+
+
+async def test_replaying_a_conversation_twice_on_one_model_says_to_make_a_new_one(tmp_path):
+    path, _ = await _recorded(tmp_path)
+    replay = ev.ReplayModel(path)
+    assert (await run_add(replay))[0].text == "It is 3."
+    again, _ = await run_add(replay)                     # e.g. a notebook cell run a second time
+    assert again.error.code == "cassette_exhausted"
+    assert "none follows record 2" in again.error.message
+    assert "first call again" in again.error.message and "reset()" in again.error.message
+    replay.reset()
+    assert (await run_add(replay))[0].text == "It is 3."
+
+
 async def test_empty_and_non_utf8_files_are_corrupt(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
@@ -343,3 +393,47 @@ async def test_generate_replays_and_records_like_a_streamed_call(tmp_path):
     assert (replay.records, replay.played) == (1, 1)
     replay.reset()
     assert (await replay.generate(request)).message.text == "Hello there."
+
+
+class _ResolvingModel(ark.ScriptedModel):
+    """Resolves its key at each call and reports it first, like OpenAICompatibleClient with an env or
+    callable key (its ``secret_values()`` knows the key only once resolved)."""
+
+    KEY = "rotating-key-0123456789"   # not shaped like a known credential kind
+
+    def __init__(self, turns) -> None:
+        super().__init__(turns)
+        self.observers: list = []
+        self.resolved = False
+
+    def observe_secrets(self, observer):
+        self.observers.append(observer)
+        return lambda: None
+
+    def secret_values(self):
+        return (self.KEY,) if self.resolved else ()
+
+    def stream(self, request, *, cancel=None):
+        self.resolved = True
+        for observer in self.observers:
+            observer(self.KEY)
+        return super().stream(request, cancel=cancel)
+
+
+@pytest.mark.parametrize("wrap", ["recorder", "fork"])
+async def test_a_key_the_wrapped_client_resolves_late_is_redacted_by_the_runtime(tmp_path, wrap):
+    key = _ResolvingModel.KEY
+    client = _ResolvingModel([f"The key is {key}."])
+    path = tmp_path / "late.jsonl"
+    if wrap == "recorder":
+        model = ev.Recorder(client, path)
+    else:
+        await run_add(ev.Recorder(ark.ScriptedModel(["Hi."]), path))
+        model = ev.fork(path, at_call=0, then=client)
+    runtime = ark.AgentRuntime(model)
+    events = record(runtime)
+    result = await runtime.run("What is the key?")
+    assert result.text == "The key is [redacted]."
+    assert client.observers, "the runtime's observer never reached the wrapped client"
+    assert not any(key in json.dumps(e.to_dict()) for e in events)
+    assert key not in path.read_text(encoding="utf-8")

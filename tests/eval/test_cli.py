@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -100,3 +101,39 @@ def test_unusable_input_exits_2_naming_file_and_line(tmp_path):
     assert done.returncode == 2 and f"{bad_baseline}, line 2" in done.stderr
     assert cli("run", str(tmp_path / "absent.py")).returncode == 2
     assert cli("run", str(SAMPLE), "--concurrency", "0").returncode == 2
+
+
+def _counting_suite(tmp_path: Path) -> tuple[Path, Path]:
+    """A suite file whose make_runtime appends a line to a file each time it runs."""
+    runs = tmp_path / "runs.txt"
+    suite = tmp_path / "counting_suite.py"
+    suite.write_text(
+        "import arknb as ark, arknb.eval as ev\n"
+        "cases = [ev.Case('hello', 'Hi', graders=[ev.contains('Hello')])]\n"
+        "def make_runtime(case):\n"
+        f"    with open({str(runs)!r}, 'a') as f:\n"
+        "        f.write('run\\n')\n"
+        "    return ark.AgentRuntime(ark.ScriptedModel(['Hello!']))\n", encoding="utf-8")
+    return suite, runs
+
+
+def test_out_into_a_missing_folder_creates_it(tmp_path):
+    from arknb.eval.cli import main
+
+    suite, runs = _counting_suite(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "reports" / "nightly" / "report.jsonl"
+    assert main(["run", str(suite), "--out", str(target), "--no-progress"], out=out, err=err) == 0, err.getvalue()
+    assert ev.SuiteReport.from_jsonl(target).pass_rate == 1.0 and f"report saved to {target}" in err.getvalue()
+
+
+def test_an_unusable_out_exits_2_before_any_case_runs(tmp_path):
+    from arknb.eval.cli import main
+
+    suite, runs = _counting_suite(tmp_path)
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["run", str(suite), "--out", str(folder), "--no-progress"], out=out, err=err) == 2
+    assert "is a folder: give a file name" in err.getvalue() and out.getvalue() == ""
+    assert not runs.exists()                        # nothing ran: no model call was spent

@@ -210,3 +210,10 @@ def test_grade_values_are_checked():
         ev.Grade("x", True, 1.0, error="boom")
     with pytest.raises(ArkError, match="threshold"):
         ev.grader(threshold=3)(lambda c, r: True)
+
+
+@pytest.mark.parametrize("threshold", [3, -0.1, "0.5", True, None])
+def test_a_bad_threshold_is_refused_at_the_decorator_line(threshold):
+    with pytest.raises(ArkError, match=r"threshold must be a number in \[0, 1\]") as info:
+        ev.grader(threshold=threshold)            # before any function is decorated
+    assert info.value.code == "invalid_argument"

@@ -281,3 +281,30 @@ def test_without_the_extra_instrument_names_it(monkeypatch):
         otel.instrument(ark.AgentRuntime(add_model(), tools=[add]))
     assert (info.value.layer, info.value.code) == ("config", "otel_unavailable")
     assert "pip install 'arknb[otel]'" in info.value.message
+
+
+async def test_a_tool_error_text_is_content_and_stays_out_of_the_status_without_capture(spans):
+    provider, exporter = spans
+
+    @ark.tool
+    def lookup(patient: str) -> ark.ToolResult:
+        """Look a patient up."""
+        return ark.ToolResult.from_text(f"record of {patient}: diagnosis private-diagnosis-x", is_error=True)
+
+    async def run(capture: bool):
+        exporter.clear()
+        model = ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[ark.ToolCall(id="l1", name="lookup",
+                                                                             arguments_json='{"patient": "p7"}')]),
+                                   "Sorry."])
+        runtime = ark.AgentRuntime(model, tools=[lookup])
+        ev.otel.instrument(runtime, tracer_provider=provider, capture_content=capture)
+        await runtime.run("look p7 up")
+        return _by_name(exporter.get_finished_spans())["execute_tool lookup"]
+
+    quiet = await run(False)
+    assert quiet.status.status_code is StatusCode.ERROR
+    assert "private-diagnosis-x" not in (quiet.status.description or "")
+    assert "private-diagnosis-x" not in _all_values([quiet])
+    assert quiet.status.description == f"the tool returned an error ({quiet.attributes[ERROR_TYPE]})"
+    loud = await run(True)
+    assert "private-diagnosis-x" in loud.status.description

@@ -155,3 +155,33 @@ async def test_compare_finds_regressions_improvements_additions_and_removals():
     assert not ev.compare(baseline, baseline).has_regressions
     with pytest.raises(ArkError, match="takes a SuiteReport"):
         ev.compare(baseline, "candidate.jsonl")
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+async def test_graders_sharing_a_name_keep_their_own_grades(repeats):
+    # Two graders of one kind and text get the same default name; each keeps its grade.
+    case = ev.Case("twice", "What is 1 + 2?", graders=[ev.contains("3"), ev.contains("3", case_sensitive=False),
+                                                         ev.contains("nine")])
+    report = await ev.run_suite([case], lambda c: ark.AgentRuntime(add_model(), tools=[add]), repeats=repeats,
+                                progress=False)
+    row = report.row("twice")
+    assert [g.name for g in row.grades] == ["contains('3')", "contains('3')", "contains('nine')"]
+    assert [g.passed for g in row.grades] == [True, True, False] and row.status == "failed"
+    if repeats > 1:
+        assert row.grades[0].explanation.startswith(f"passed {repeats}/{repeats}:")
+
+
+async def test_a_grade_passes_over_repeats_only_when_it_passed_in_every_run():
+    calls = {"n": 0}
+
+    def make(case):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("no runtime this time")   # this run has no grades at all
+        return ark.AgentRuntime(add_model(), tools=[add])
+
+    case = ev.Case("sometimes", "What is 1 + 2?", graders=[ev.contains("3")])
+    report = await ev.run_suite([case], make, repeats=2, concurrency=1, progress=False)
+    row = report.row("sometimes")
+    assert (row.status, row.passes, row.runs) == ("errored", 1, 2)
+    assert not row.grades[0].passed and row.grades[0].explanation.startswith("passed 1/2:")

@@ -311,7 +311,7 @@ def test_extension_names_are_unique_and_extensions_are_instances():
 
 def test_set_slice_refuses_values_that_are_not_json():
     ext = Counter()
-    ark.AgentRuntime(ScriptedModel([]), extensions=[ext])
+    runtime = ark.AgentRuntime(ScriptedModel([]), extensions=[ext])
     with pytest.raises(ArkError, match="JSON-ready"):
         ext.scope.set_slice({"when": object()})
     with pytest.raises(ArkError, match="JSON-ready"):
@@ -321,7 +321,34 @@ def test_set_slice_refuses_values_that_are_not_json():
     value["a"].append(3)  # the state holds its own copy
     assert ext.scope.slice == {"a": [1, 2]}
     ext.scope.set_slice(None)
-    assert "counter" not in ext.scope.state.extensions
+    assert "counter" not in ext.scope.state.extensions and ext.scope.state is runtime.state
+
+
+async def test_a_finished_runtime_with_extensions_is_freed_by_reference_counting(tmp_path):
+    # Scopes reach their runtime weakly, so plan mode, skills and a user extension add no cycle.
+    import gc
+    import weakref
+
+    ext = Counter()
+    skill = ark.Skill("haiku", "Answer as a haiku.", "Write a haiku.")
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "bump", by=2), call("t1", "write_todos", 1,
+                                                                              todos=[{"content": "x"}])]),
+                           ScriptedTurn(tool_calls=[ark.ToolCall(id="a1", name="activate_skill",
+                                                               arguments_json='{"name": "haiku"}')]), "Done."])
+    gc.collect()
+    gc.disable()
+    try:
+        runtime = ark.AgentRuntime(model, storage=ark.FileStateStorage(tmp_path), session_id="freed",
+                                   plan_mode="auto", skills=[skill], extensions=[ext])
+        assert (await runtime.run("go")).stop_reason == "completed"
+        assert runtime.state.plan.version == 1 and runtime.state.active_skills == ("haiku",)
+        ref = weakref.ref(runtime)
+        del runtime
+        assert ref() is None, "a finished runtime with extensions is still alive: something refers back to it"
+    finally:
+        gc.enable()
+    with pytest.raises(ArkError, match="its runtime no longer exists"):
+        ext.scope.set_slice({"value": 1})
 
 
 async def test_scope_persist_goes_through_the_persistence_hooks():
