@@ -78,6 +78,11 @@ class ApprovalCards:
         return any(a["decision"] == "pending" and not self._ui.get(a["approval_id"], {}).get("recorded")
                    for a in self._batch())
 
+    def pending_kind(self, kind: str) -> bool:
+        """True while an item of ``kind`` (``"plan"``: a plan review) waits for a decision."""
+        return any(a["decision"] == "pending" and a.get("kind") == kind
+                   and not self._ui.get(a["approval_id"], {}).get("recorded") for a in self._batch())
+
     def recorded(self, approval_id: str) -> str | None:
         """The decision this chat knows for ``approval_id`` (None while pending or unknown)."""
         decision = self._ui.get(approval_id, {}).get("recorded")
@@ -161,7 +166,8 @@ def approval_dict(item: Any) -> dict[str, Any]:
     return {"approval_id": str(data.get("approval_id")), "call_id": call["id"], "tool_name": call["name"],
             "arguments": call["arguments"], "risk_level": str(data.get("risk_level") or ""),
             "reason": str(data.get("reason") or ""), "decision": _value(data.get("decision")) or "pending",
-            "deny_reason": data.get("deny_reason")}
+            "deny_reason": data.get("deny_reason"), "kind": str(data.get("kind") or "tool"),
+            "detail": dict(data.get("detail") or {})}
 
 
 def _takes_batch_id(controller: Any) -> bool:
