@@ -2,8 +2,9 @@
 messages/s leaving the kernel).
 
 Kernel side only; the front end is faked (``fake_frontend.py``: every comm message is
-JSON-encoded as the kernel would and counted). Two measurements, each with and without
-a ``ChatWidget`` attached to the runtime:
+JSON-encoded as the kernel would and counted). Two measurements, each with no widget,
+a ``ChatWidget``, and both a ChatWidget and a ``TimelineWidget`` (``chat+timeline``, the
+notebook of subject (d) with both widgets; messages are counted over both comms):
 
 1. **Paced**: the model streams ``--chunks`` text chunks at ``--rate`` chunks/s (bursts
    every millisecond, since asyncio cannot sleep for 100 µs). Reports the rate the
@@ -37,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 TARGET_RATE = 10_000
+BOTH = "chat+timeline"
 TARGET_MSGS_PER_S = 35
 
 
@@ -60,11 +62,15 @@ class PacedModel:
         return await self.inner.generate(request, cancel=cancel)
 
 
-async def one_run(ark, ChatWidget, traffic, chunks: int, rate: float | None, widget: bool) -> dict:
+async def one_run(ark, ChatWidget, traffic, chunks: int, rate: float | None, widget: bool | str) -> dict:
     model = PacedModel(ark.ScriptedModel([ark.ScriptedTurn(text=[f"w{i} " for i in range(chunks)])]),
                        rate)
     runtime = ark.AgentRuntime(model, system_prompt="Be brief.")
     w = ChatWidget(runtime) if widget else None
+    timeline = None
+    if widget == BOTH:  # (d) with both widgets attached: the chat and a TimelineWidget
+        from arknb.widgets import TimelineWidget
+        timeline = TimelineWidget(runtime)
     traffic.reset()
     seen = 0
     first = last = None
@@ -83,6 +89,8 @@ async def one_run(ark, ChatWidget, traffic, chunks: int, rate: float | None, wid
     total_msgs = traffic.messages
     if w is not None and hasattr(w, "close"):
         w.close()
+    if timeline is not None:
+        timeline.close()
     assert seen == chunks, (seen, chunks)
     span = (last - first) if first is not None and last > first else wall
     # The rate reached is taken over the whole run (conservative); messages/s over the
@@ -143,11 +151,12 @@ async def measure(args) -> dict:
     traffic = install()
     out: dict = {}
     for mode, rate in (("paced", float(args.rate)), ("flat", None)):
-        for widget in (False, True):
+        for widget in (False, True, BOTH):
             await one_run(ark, ChatWidget, traffic, min(args.chunks, 500), rate, widget)  # warm-up
             runs = [await one_run(ark, ChatWidget, traffic, args.chunks, rate, widget)
                     for _ in range(args.reps)]
-            out[f"{mode}/{'widget' if widget else 'no widget'}"] = {
+            label = BOTH if widget == BOTH else "widget" if widget else "no widget"
+            out[f"{mode}/{label}"] = {
                 k: statistics.median(r[k] for r in runs) for k in runs[0]}
     growth = await session_growth(ark, ChatWidget, traffic, args.runs)
     out["session"] = growth

@@ -24,13 +24,14 @@ Used by TimelineWidget and ChatWidget::
 
 from __future__ import annotations
 
-import asyncio
 import html
 import logging
 import sys
 import time
 import uuid
 from typing import Any, Callable
+
+from ._coalescer import _loop_call_later
 
 __all__ = ["STATIC_ATTR", "StaticTwin", "esc", "new_static_id", "static_block"]
 
@@ -64,14 +65,6 @@ def static_block(static_id: str, body: str, *, css: str = "") -> str:
     hide_error = (f".jp-OutputArea-child:has(+ .jp-OutputArea-child {sel}) "
                   f"> .jp-OutputArea-output.jupyter-widgets:not(:has(*)) {{ display: none; }}")
     return f"<style>{hide_error}{css}</style><div class=\"arknb-static\" {STATIC_ATTR}=\"{sid}\">{body}</div>"
-
-
-def _loop_call_later(delay: float, callback: Callable[[], None]) -> Any:
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-    return loop.call_later(delay, callback)
 
 
 def _in_colab() -> bool:
@@ -125,14 +118,19 @@ class StaticTwin:
             self.display_id = f"arknb-{self._widget.static_id}"
         display(self.bundle(), raw=True, display_id=self.display_id)
 
-    def changed(self) -> None:
-        """The widget's state changed: refresh the companion soon (debounced)."""
+    def changed(self, *, settled: bool = False) -> None:
+        """The widget's state changed: refresh the companion soon (debounced).
+
+        ``settled=True`` (a run ended) refreshes on the loop's next turn instead: then
+        the update still belongs to the cell that ran the run, which is what a headless
+        executor (nbclient, papermill) applies to the saved output.
+        """
         if self.display_id is None:
             return  # never displayed: nothing to keep current (and no cost)
         now = self._clock()
         if self._first_change is None:
             self._first_change = now
-        wait = min(self.delay, max(0.0, self._first_change + self.max_wait - now))
+        wait = 0.0 if settled else min(self.delay, max(0.0, self._first_change + self.max_wait - now))
         self._cancel()
         self._timer = self._call_later(wait, self.refresh)
         if self._timer is None:

@@ -28,8 +28,8 @@ def restart_service(service: str) -> str:
         f.write(f"restart {service}\\n")
     return f"{service} restarted"
 
-def call(cid, name, **arguments):
-    return ark.ToolCall(id=cid, name=name, arguments_json=json.dumps(arguments))
+def call(cid, tool_name, **arguments):
+    return ark.ToolCall(id=cid, name=tool_name, arguments_json=json.dumps(arguments))
 
 def plan(cid, *items):
     return call(cid, "write_todos", todos=[{"content": c, "status": s} for c, s in items])
@@ -167,3 +167,50 @@ def test_a_plan_card_comes_back_after_a_kernel_restart_and_approve_runs_once(lab
     assert chat.get_by_test_id("arknb-plan-review").count() == 0
     assert lab.kernel_exec("print(open('restart_effects.log').read())").strip() == "restart api"
     lab.screenshot("approved_after_restart", locator=chat)
+
+
+TIMELINE = '''
+import json
+import arknb as ark
+
+def call(cid, tool_name, **arguments):
+    return ark.ToolCall(id=cid, name=tool_name, arguments_json=json.dumps(arguments))
+
+skills = [ark.Skill("haiku", "Answer as a haiku.", "Write every answer as a 5-7-5 haiku.")]
+model = ark.ScriptedModel([
+    ark.ScriptedTurn(tool_calls=[call("t1", "write_todos", todos=[{"content": "Pick a topic"},
+                                                                   {"content": "Write the haiku"}])]),
+    ark.ScriptedTurn(tool_calls=[call("s1", "activate_skill", name="haiku")]),
+    ark.ScriptedTurn(tool_calls=[call("t2", "write_todos", todos=[{"content": "Pick a topic", "status": "completed"},
+                                                                   {"content": "Write the haiku", "status": "completed"}])]),
+    "An old silent pond / a frog jumps into the pond / splash! silence again.",
+])
+runtime = ark.AgentRuntime(model, plan_mode="auto", skills=skills)
+timeline = ark.TimelineWidget(runtime)
+result = await runtime.run("A poem about a pond, please.")
+print(result.stop_reason)
+timeline
+'''
+
+
+def test_the_timeline_marks_plan_updates_and_skill_activations(lab):
+    notebook = lab.server.write_notebook("plan_timeline.ipynb", [TIMELINE])
+    lab.open(notebook)
+    assert lab.run_cell(0).strip().startswith("completed")
+    timeline = lab.page.locator("[data-testid='arknb-timeline']").first
+    timeline.wait_for()
+    marks = timeline.locator("[data-testid='arknb-span-mark']")
+    marks.nth(2).wait_for()
+    assert marks.all_inner_texts() == ["plan v1", "skill haiku", "plan v2 (statuses)"]
+    assert [m.get_attribute("data-mark") for m in marks.all()] == ["plan", "skill", "plan"]
+    # The spans the marks sit on are the tool calls that made them.
+    owners = marks.evaluate_all("(ms) => ms.map((m) => m.closest(\"[data-testid='arknb-span']\").dataset.kind)")
+    assert owners == ["tool", "tool", "tool"]
+    timeline.get_by_test_id("arknb-timeline-type").select_option("plan.updated")
+    rows = timeline.locator("[data-testid='arknb-timeline-row'][data-mark='plan']")
+    rows.nth(1).wait_for()
+    summaries = [r.locator(".arknb-row-summary").inner_text() for r in rows.all()]
+    assert summaries == ["plan v1 · 2 items · 0 done · new plan", "plan v2 · 2 items · 2 done · statuses only"]
+    timeline.get_by_test_id("arknb-timeline-type").select_option("")
+    timeline.locator("[data-testid='arknb-timeline-row'][data-mark='skill']").first.wait_for()
+    lab.screenshot("timeline_marks", locator=timeline)
