@@ -14,7 +14,7 @@ import arknb as ark
 from arknb import ArkError, EventTypes, ScriptedTurn
 
 from ..runtime._approval_kit import EventLog, FaultyStorage, assert_history_paired
-from ._plan_child import effect_tools
+from ._plan_child import effect_tools, open_store
 from ._plan_kit import PlanTools, first_plan_turn, review_runtime, todos, tool_call
 
 CHILD = Path(__file__).with_name("_plan_child.py")
@@ -63,8 +63,8 @@ async def test_a_review_whose_save_failed_is_never_announced():
     assert_history_paired(runtime.history)
 
 
-def _run_child_until_awaiting(directory: Path, session_id: str) -> str:
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(directory), session_id],
+def _run_child_until_awaiting(backend: str, directory: Path, session_id: str) -> str:
+    proc = subprocess.Popen([sys.executable, str(CHILD), backend, str(directory), session_id],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline().strip()  # printed after the mandatory save
@@ -81,12 +81,13 @@ def _run_child_until_awaiting(directory: Path, session_id: str) -> str:
     return approval_id
 
 
-async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(tmp_path):
-    approval_id = _run_child_until_awaiting(tmp_path, "killed-plan")
+@pytest.mark.parametrize("backend", ["file", "sqlite"])
+async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(tmp_path, backend):
+    approval_id = _run_child_until_awaiting(backend, tmp_path, "killed-plan")
     effects = tmp_path / "effects.log"
     assert not effects.exists()  # the not-yet-approved plan let nothing that changes things run
 
-    storage = ark.FileStateStorage(tmp_path)
+    storage = open_store(backend, tmp_path)
     model = ark.ScriptedModel([
         ScriptedTurn(tool_calls=[tool_call("c3", "restart_service", service="api")]),
         ScriptedTurn(tool_calls=[todos("t2", ("Read the logs", "completed"), ("Restart the service", "completed"))]),
@@ -121,6 +122,9 @@ async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(t
     final = await storage.load("killed-plan")
     assert final.pending_approval is None and not final.is_running and final.plan == runtime.state.plan
     assert_history_paired(final.history)
+    await runtime.aclose()
+    if backend == "sqlite":
+        await storage.aclose()
 
 
 async def test_a_rejection_reaches_the_model_with_its_reason():
