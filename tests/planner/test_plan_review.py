@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,7 @@ import pytest
 import arknb as ark
 from arknb import ArkError, EventTypes, ScriptedTurn
 
-from ..runtime._approval_kit import EventLog, FaultyStorage, assert_history_paired
+from ..runtime._approval_kit import EventLog, FaultyStorage, assert_history_paired, kill_when_awaiting
 from ._plan_child import effect_tools, open_store
 from ._plan_kit import PlanTools, first_plan_turn, review_runtime, todos, tool_call
 
@@ -63,27 +60,9 @@ async def test_a_review_whose_save_failed_is_never_announced():
     assert_history_paired(runtime.history)
 
 
-def _run_child_until_awaiting(backend: str, directory: Path, session_id: str) -> str:
-    proc = subprocess.Popen([sys.executable, str(CHILD), backend, str(directory), session_id],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline().strip()  # printed after the mandatory save
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        returncode = proc.wait(timeout=60)
-    stderr = proc.stderr.read()
-    proc.stdout.close()
-    proc.stderr.close()
-    assert line.startswith("AWAITING "), f"child said {line!r}; stderr:\n{stderr}"
-    assert returncode == -signal.SIGKILL
-    _, sid, approval_id = line.split()
-    assert sid == session_id
-    return approval_id
-
-
 @pytest.mark.parametrize("backend", ["file", "sqlite"])
 async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(tmp_path, backend):
-    approval_id = _run_child_until_awaiting(backend, tmp_path, "killed-plan")
+    approval_id = kill_when_awaiting(CHILD, backend, tmp_path, "killed-plan", session_id="killed-plan")
     effects = tmp_path / "effects.log"
     assert not effects.exists()  # the not-yet-approved plan let nothing that changes things run
 
