@@ -566,3 +566,40 @@ async def test_an_extension_that_refuses_the_saved_session_fails_the_load_and_it
     assert (await storage.load("s")).history[-1].text == "a"  # nothing was saved over the session
     ok = await runtime.run("again")
     assert ok.stop_reason == "completed" and ext.calls == 2
+
+
+class Waiter(Extension):
+    """An async built-in tool that waits on the run's cancellation token (as delegate_task would)."""
+
+    name = "waiter"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = False
+        ext = self
+
+        @ark.tool
+        async def wait_for_child(ctx: ark.ToolContext) -> str:
+            """Wait until the run is cancelled."""
+            ext.started.set()
+            try:
+                await ctx.cancel.wait()
+            finally:
+                ext.cancelled = ctx.cancel.cancelled
+            return "never"
+
+        self._tool = wait_for_child
+
+    def tools(self, state):
+        return (self._tool,)
+
+
+async def test_an_async_extension_tool_gets_the_runs_cancellation_token():
+    ext = Waiter()
+    runtime = ark.AgentRuntime(ScriptedModel([ScriptedTurn(tool_calls=[call("w1", "wait_for_child")])]),
+                               extensions=[ext])
+    handle = runtime.start("go")
+    await ext.started.wait()
+    runtime.cancel()
+    result = await handle
+    assert result.stop_reason == "cancelled" and ext.cancelled
