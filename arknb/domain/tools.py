@@ -149,7 +149,8 @@ class ToolDefinition(DeepFrozenModel):
     """What the model is told about a tool: name, description, JSON Schema, risk.
 
     ``parameters`` is read-only all the way down (hooks see the definitions the
-    runtime sends, not copies).
+    runtime sends, not copies). ``read_only`` says the tool only looks (it changes
+    nothing outside the agent), so a plan under review does not hold it back (DESIGN §14).
     """
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -157,3 +158,4 @@ class ToolDefinition(DeepFrozenModel):
     parameters: Annotated[dict[str, Any], FrozenJSON(_PARAMETERS_ORIGIN)] = Field(
         default_factory=lambda: freeze({"type": "object", "properties": {}}, _PARAMETERS_ORIGIN))
     risk: ToolRisk = ToolRisk.SAFE
+    read_only: bool = False

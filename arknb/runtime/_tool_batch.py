@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
 from ..events import EventTypes
@@ -26,9 +26,19 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["BatchPlan", "BatchOutcome", "ToolBatch", "plan_batch", "execute_batch", "tool_message"]
+__all__ = ["BatchPlan", "BatchOutcome", "Deferred", "ToolBatch", "plan_batch", "execute_batch", "tool_message"]
 
 APPROVAL_POLICY = "approval_policy"
+
+
+class Deferred(NamedTuple):
+    """A call planning deferred to a person, and the kind of item it becomes."""
+
+    call: ToolCall
+    reason: str
+    risk: ToolRisk
+    kind: str = "tool"
+    detail: dict | None = None
 
 
 @dataclass(slots=True)
@@ -38,7 +48,7 @@ class BatchPlan:
     batch_id: str
     allowed: list[ToolCall] = field(default_factory=list)
     denied: list[DeniedCall] = field(default_factory=list)
-    deferred: list[tuple[ToolCall, str, ToolRisk]] = field(default_factory=list)
+    deferred: list[Deferred] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -72,7 +82,8 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
     plan = BatchPlan(batch_id=rt._new_id("batch"))
     pipeline = rt._pipeline
     hooked = pipeline.has(HookSlot.BEFORE_TOOL_CALL)
-    definitions = rt.tools.definitions() if hooked else ()
+    tools = rt._offered_tools()
+    definitions = tools.definitions() if hooked else ()
     for call in (message.tool_calls if calls is None else calls):
         if hooked:
             decision = await pipeline.before_tool_call(ToolCallHookContext(
@@ -90,16 +101,17 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
                 plan.denied.append(DeniedCall(call=call, result=result, reason=decision.reason, hook=decision.hook))
                 continue
             if action is ToolCallAction.DEFER:
-                plan.deferred.append((call, decision.reason or f"deferred by hook {decision.hook!r}",
-                                      rt.tools.risk_of(call.name) or ToolRisk.SAFE))
+                plan.deferred.append(Deferred(call, decision.reason or f"deferred by hook {decision.hook!r}",
+                                              tools.risk_of(call.name) or ToolRisk.SAFE,
+                                              decision.kind or "tool", decision.detail))
                 continue
         # The built-in approval policy runs after the user hooks (DESIGN §7).
-        if rt.require_approval and rt.tools.risk_of(call.name) is ToolRisk.DANGEROUS:
+        if rt.require_approval and tools.risk_of(call.name) is ToolRisk.DANGEROUS:
             reason = f"{call.name} is a dangerous tool and needs approval"
             rt._emit(EventTypes.HOOK_DECISION, lambda: {
                 "slot": "before_tool_call", "hook": APPROVAL_POLICY, "action": "defer", "reason": reason,
                 "before": jsonable(call), "after": None, "call_id": call.id})
-            plan.deferred.append((call, reason, ToolRisk.DANGEROUS))
+            plan.deferred.append(Deferred(call, reason, ToolRisk.DANGEROUS))
         else:
             plan.allowed.append(call)
     return plan
@@ -176,7 +188,7 @@ class ToolBatch:
     ``calls`` are in index order; a seam returns one result per call in that order.
     """
 
-    __slots__ = ("rt", "ctx", "batch_id", "calls", "started", "_state", "_message")
+    __slots__ = ("rt", "ctx", "batch_id", "calls", "started", "_state", "_message", "_tools")
 
     def __init__(self, rt: AgentRuntime, ctx: RunContext, batch_id: str, calls: Iterable[ToolCall],
                  model_message: AgentMessage | None = None) -> None:
@@ -187,6 +199,7 @@ class ToolBatch:
         self.started: dict[str, float] = {}
         self._state = rt.state
         self._message = model_message
+        self._tools = rt._offered_tools()  # the user's and the extensions' tools, as offered for this batch
 
     def original(self, call: ToolCall) -> ToolCall:
         """The call as the model made it (``call`` may be a hook's rewrite with the same id)."""
@@ -227,11 +240,11 @@ class ToolBatch:
 
     async def execute_all(self) -> list[ToolResult]:
         """Run every call concurrently in this process (the direct seam)."""
-        return await self.rt.tools.execute_batch(self.calls, self.context, on_result=self.on_result)
+        return await self._tools.execute_batch(self.calls, self.context, on_result=self.on_result)
 
     async def execute_one(self, call: ToolCall, *, idempotency_key: str | None = None) -> ToolResult:
         """Run one call; the run's cancellation token cancels it."""
-        task = asyncio.ensure_future(self.rt.tools.execute(call, self.context(call, idempotency_key)))
+        task = asyncio.ensure_future(self._tools.execute(call, self.context(call, idempotency_key)))
         remove = self.ctx.cancel.on_cancel(task.cancel)
         try:
             result = await task

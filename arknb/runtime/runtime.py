@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Callable
 
@@ -31,17 +32,20 @@ from ..state import (
     StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
-from ._approvals import apply_decision
-from ._in_doubt import IN_DOUBT, apply_in_doubt_decision, interrupted, pause_interrupted_run
+from ._approvals import LoopKind, apply_decision
+from ._in_doubt import InDoubtKind, apply_in_doubt_decision, interrupted, pause_interrupted_run
 from ._channel import EventChannel
 from ._context import RunContext
+from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._invocation import make_invocations
+from ._keywords import keyword_extensions
 from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from ._weak import NO_CONTROLLER, controller_of, weak_method
 from . import lifecycle
+from .extensions import Extension
 from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -87,6 +91,15 @@ class AgentRuntime:
             also a state that cannot be read) and start empty.
         save_timeout: seconds one save may take before it counts as failed
             (``state_save_failed`` naming the save and the limit); None for no limit.
+        plan_mode: ``PlanMode.OFF`` (default), ``AUTO`` (the model keeps a todo list with the
+            built-in ``write_todos`` tool) or ``REVIEW`` (a new plan waits for a person's
+            approval; until then only ``read_only`` tools run). DESIGN §14.
+        skills: :class:`~arknb.skills.Skill` objects or an ``ark.load_skills(path)`` report:
+            always-on skills join the system prompt, the others are offered through the
+            built-in ``activate_skill`` tool.
+        extensions: your own :class:`~arknb.runtime.extensions.Extension` objects (tools,
+            hooks, prompt sections and a saved state slice through one seam); they run
+            after the built-in ones, in order.
 
     Example:
         >>> runtime = AgentRuntime(ScriptedModel(["Hi!"]))      # doctest: +SKIP
@@ -100,7 +113,8 @@ class AgentRuntime:
                  config: ModelConfig | None = None, require_approval: bool = True, max_model_retries: int = 2,
                  secrets: Iterable[str | SecretStr] = (), clock: Callable[[], float] | None = None,
                  state: AgentState | None = None, fresh: bool = False,
-                 save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT) -> None:
+                 save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
+                 extensions: Iterable[Extension] = ()) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
                                    f"got {type(model).__name__}")
@@ -147,6 +161,8 @@ class AgentRuntime:
         if save_timeout is not None and (isinstance(save_timeout, bool) or not isinstance(save_timeout, (int, float))
                                          or not save_timeout > 0):
             raise invalid_argument(f"save_timeout must be seconds > 0 or None, got {save_timeout!r}")
+        if isinstance(extensions, (str, bytes)) or not isinstance(extensions, Iterable):
+            raise invalid_argument(f"extensions must be a list of Extension objects, got {type(extensions).__name__}")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.system_prompt = system_prompt
@@ -170,7 +186,12 @@ class AgentRuntime:
         self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = HookRegistry(hooks)
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
-        self._pipeline = HookPipeline(self.hooks, emit)
+        # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
+        this = weakref.ref(self)
+        self._extensions = ExtensionHost(
+            [*keyword_extensions(plan_mode=plan_mode, skills=skills), *extensions],
+            kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature)), InDoubtKind(emit)))
+        self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
         # A slow async listener's dropped deliveries are announced (it never slows the run).
         self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
@@ -209,6 +230,10 @@ class AgentRuntime:
             self._predecessor = detach(previous, "replaced", (
                 f"a newer AgentRuntime took session {self.session_id!r} on {self.storage!r}; this one no longer "
                 "runs or decides anything: use the newer runtime"))
+        self._extensions.install(lambda name: make_scope(self, name))
+        self._offered_tools()  # a tool name two owners claim fails here, not in the first run
+        if state is not None:
+            self._extensions.mark_restored(state)
 
     # -- construction from storage --------------------------------------------------
 
@@ -280,6 +305,11 @@ class AgentRuntime:
             # The lease first (durable stores): what is read then is no live owner's work in progress.
             await self._invocations.open(takeover=self._takeover)
             found = await load_session(self)
+            if found is not None:
+                # The extensions hear of the saved session before anything acts on it; if one
+                # refuses it, the load fails and is tried again next time.
+                self._extensions.mark_restored(found)
+                await self._extensions.restored()
             self._loaded = True
             return found
 
@@ -295,6 +325,11 @@ class AgentRuntime:
         """The current state: an immutable snapshot (holding it costs nothing). For a session
         saved earlier it is empty until the runtime loaded it (:meth:`load`)."""
         return self._state
+
+    @property
+    def extensions(self) -> tuple[Extension, ...]:
+        """The installed extensions, in the order their hooks run (built-in ones first)."""
+        return self._extensions.extensions
 
     @property
     def history(self) -> tuple[AgentMessage, ...]:
@@ -475,9 +510,7 @@ class AgentRuntime:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
                            f"session {self.session_id!r} is marked not resumable (a final save failed)")
         if state.pending_approval is not None:
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "approvals are pending: decide them with runtime.controller.approve/deny; "
-                           "the run then continues by itself")
+            raise self._extensions.blocks_input_error(state.pending_approval)
         if not state.is_running:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
                            f"session {self.session_id!r} has no suspended run to resume "
@@ -500,6 +533,7 @@ class AgentRuntime:
         async with self._approval_lock:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
+            await self._extensions.restored()  # a state given to the constructor: tell the extensions first
             return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
 
     # -- InDoubtHost -------------------------------------------------------------------
@@ -555,7 +589,7 @@ class AgentRuntime:
         # The saved state already holds the batch as consumed (the last decision's save).
         # The paused run goes on under its own id: its operations are keyed by it, so a
         # crash during the continuation finds them.
-        reason = "in_doubt_resolved" if batch.kind == IN_DOUBT else "approval"
+        reason = self._extensions.kind(batch.kind).resume_reason  # "approval", "in_doubt_resolved", ...
         self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason=reason),
                      run_id=batch.run_id, turn=self._state.current_loop_count)
 
@@ -577,9 +611,8 @@ class AgentRuntime:
             # Seed 000 §10.2: new input must not clear a frozen batch and leave unpaired calls.
             # (A batch of a session marked not resumable can never be decided: new input
             # ends it, answering its calls as not executed, so the session is never stuck.)
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "tool approvals are pending: approve or deny them (runtime.controller) before "
-                           "sending new input")
+            # The batch's kind words the refusal (e.g. pending_plan_review_blocks_input).
+            raise self._extensions.blocks_input_error(state.pending_approval)
 
     def _coerce_input(self, value: Any) -> tuple[AgentMessage, ...]:
         if isinstance(value, str):
@@ -662,8 +695,18 @@ class AgentRuntime:
                                         "loop_window": window, "loop_forgiven": forgiven})
 
     def _build_request(self) -> ModelRequest:
-        return ModelRequest.model_construct(messages=self._system + self._state.history,
-                                            tools=self.tools.definitions(), config=self.config)
+        state = self._state
+        extensions = self._extensions
+        if not extensions:
+            return ModelRequest.model_construct(messages=self._system + state.history,
+                                                tools=self.tools.definitions(), config=self.config)
+        return ModelRequest.model_construct(messages=extensions.system_messages(self._system, state) + state.history,
+                                            tools=extensions.offered_tools(self.tools, state).definitions(),
+                                            config=self.config)
+
+    def _offered_tools(self) -> ToolRegistry:
+        """The tools the model is offered now: the user's plus the extensions' for this state."""
+        return self._extensions.offered_tools(self.tools, self._state)
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{uuid.uuid4().hex[:12]}"

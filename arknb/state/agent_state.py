@@ -21,6 +21,8 @@ from arknb.domain.frozen import DeepFrozenModel, FrozenJSON
 
 from .approvals import PendingApprovalBatch, ResolvedApproval
 from .migrations import SCHEMA_VERSION, migrate
+from .plan import Plan, plan_of
+from .skills import active_skills_of
 
 __all__ = ["SCHEMA_VERSION", "AgentState", "parse_document"]
 
@@ -93,6 +95,16 @@ class AgentState(DeepFrozenModel):
     revision: int = Field(default=0, ge=0)
     extensions: Annotated[dict[str, Any], _EXTENSIONS] = Field(default_factory=lambda: _EXTENSIONS.freeze({}))
     resolved_approvals: tuple[ResolvedApproval, ...] = ()
+
+    @property
+    def plan(self) -> Plan | None:
+        """The planner's current plan (``Plan(version, items)``), or None (DESIGN §14)."""
+        return plan_of(self.extensions)
+
+    @property
+    def active_skills(self) -> tuple[str, ...]:
+        """The names of the skills activated in this session, oldest first."""
+        return active_skills_of(self.extensions)
 
     @property
     def total_usage(self) -> Usage:

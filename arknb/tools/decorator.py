@@ -41,6 +41,8 @@ class Tool:
         description: What the model is told the tool does.
         parameters: The JSON Schema of the arguments (read-only).
         risk: ``ToolRisk.SAFE`` or ``ToolRisk.DANGEROUS`` (dangerous calls wait for approval).
+        read_only: True when the tool only reads (changes nothing outside the agent); in
+            plan review mode only such tools run before a plan is approved.
         definition: The :class:`~arknb.domain.ToolDefinition` given to the model.
         takes_context: True when the function declares a ``ToolContext`` parameter.
         fn: The original function.
@@ -48,7 +50,7 @@ class Tool:
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
                  description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE,
-                 idempotent: bool = False) -> None:
+                 read_only: bool = False, idempotent: bool = False) -> None:
         """Wrap ``fn``; prefer the :func:`tool` decorator.
 
         Args:
@@ -56,6 +58,7 @@ class Tool:
             name: The tool name; defaults to the function's ``__name__``.
             description: Overrides the docstring's first paragraph.
             risk: ``"safe"`` (default) or ``"dangerous"``.
+            read_only: the tool only reads (default False).
             idempotent: running the tool twice with the same ``ctx.idempotency_key`` has
                 the effect of running it once, so a durable runtime may run it again after
                 a crash instead of asking a person (DESIGN §13).
@@ -66,6 +69,7 @@ class Tool:
         if not callable(fn):
             raise invalid_argument(f"tool() expects a function, got {type(fn).__name__}")
         risk_value = _parse_risk(risk)
+        _check_read_only(read_only)
         tool_name = name if name is not None else getattr(fn, "__name__", None)
         if not isinstance(tool_name, str) or not _NAME.match(tool_name):
             raise invalid_argument(
@@ -88,6 +92,7 @@ class Tool:
         self._name = tool_name
         self._description = doc.description if description is None else description
         self._risk = risk_value
+        self._read_only = read_only
         self._idempotent = idempotent
         self._validator = spec.model.__pydantic_validator__
         self._renamed = spec.renamed
@@ -96,7 +101,7 @@ class Tool:
         self._is_async = inspect.iscoroutinefunction(fn) or \
             inspect.iscoroutinefunction(getattr(fn, "__call__", None))
         self._definition = ToolDefinition(name=tool_name, description=self._description,
-                                          parameters=spec.schema, risk=risk_value)
+                                          parameters=spec.schema, risk=risk_value, read_only=read_only)
         # One schema object shared by the tool and its definition.
         self._parameters = self._definition.parameters
 
@@ -119,6 +124,11 @@ class Tool:
     def risk(self) -> ToolRisk:
         """The tool's risk level."""
         return self._risk
+
+    @property
+    def read_only(self) -> bool:
+        """True when the tool only reads (it may run before a plan is approved)."""
+        return self._read_only
 
     @property
     def idempotent(self) -> bool:
@@ -150,7 +160,7 @@ class Tool:
         return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        extra = ", idempotent=True" if self._idempotent else ""
+        extra = (", read_only=True" if self._read_only else "") + (", idempotent=True" if self._idempotent else "")
         return f"Tool(name={self._name!r}, risk={self._risk.value!r}{extra})"
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
@@ -259,12 +269,13 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         risk: ToolRisk | str = ToolRisk.SAFE, idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
+         risk: ToolRisk | str = ToolRisk.SAFE, read_only: bool = False,
+         idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
          description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE,
-         idempotent: bool = False) -> Tool | Callable[[Callable[..., Any]], Tool]:
+         read_only: bool = False, idempotent: bool = False) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a :class:`Tool`.
 
     The JSON Schema comes from the signature (via pydantic), the description from the
@@ -277,6 +288,9 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
         name: The tool name; defaults to the function name.
         description: Overrides the docstring.
         risk: ``"safe"`` (default) or ``"dangerous"`` (calls wait for approval).
+        read_only: declare that the tool only reads and changes nothing outside the agent
+            (``@tool(read_only=True)``); in plan review mode such tools run before a plan
+            is approved, so the model can investigate first (DESIGN §14).
         idempotent: the tool dedups on ``ctx.idempotency_key`` (or has no side
             effects), so after a crash a durable runtime runs an interrupted call
             again instead of asking a person.
@@ -299,14 +313,16 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
     if fn is not None:
         if isinstance(fn, Tool):
             return fn
-        return Tool(fn, name=name, description=description, risk=risk, idempotent=idempotent)
+        return Tool(fn, name=name, description=description, risk=risk, read_only=read_only, idempotent=idempotent)
     risk_value = _parse_risk(risk)  # fail at the decorator line, before the def
+    _check_read_only(read_only)
     if not isinstance(idempotent, bool):
         raise invalid_argument(f"idempotent must be a bool, got {idempotent!r}")
 
     def decorate(inner: Callable[..., Any]) -> Tool:
         target = inner.fn if isinstance(inner, Tool) else inner
-        return Tool(target, name=name, description=description, risk=risk_value, idempotent=idempotent)
+        return Tool(target, name=name, description=description, risk=risk_value, read_only=read_only,
+                    idempotent=idempotent)
 
     return decorate
 
@@ -317,6 +333,11 @@ def _parse_risk(risk: ToolRisk | str) -> ToolRisk:
     except ValueError:
         allowed = ", ".join(repr(r.value) for r in ToolRisk)
         raise invalid_argument(f"invalid tool risk {risk!r}: expected one of {allowed}") from None
+
+
+def _check_read_only(read_only: Any) -> None:
+    if not isinstance(read_only, bool):
+        raise invalid_argument(f"read_only must be True or False, got {read_only!r}")
 
 
 def _to_result(value: Any) -> ToolResult:
