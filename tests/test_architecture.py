@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
     "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval"},
     "eval": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
-    "durable": {"domain", "state"},
+    "durable": {"domain", "events", "state"},
     "scan_secrets": {"state"},
     # Capabilities plug into the runtime through its public seam (arknb.runtime.extensions
     # and the public names of arknb.runtime), never its underscore modules (DESIGN §14).

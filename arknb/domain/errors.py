@@ -64,6 +64,7 @@ eval_file_not_found                 storage      a cassette, trace, report or su
 context_budget_exceeded             runtime      a request cannot fit max_tokens even compressed
 context_summary_failed              runtime      the context summarizer failed or gave no text
 subagent_not_found                  tool         delegate_task named an agent that does not exist
+runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -164,6 +165,7 @@ class ErrorCode(StrEnum):
     CONTEXT_BUDGET_EXCEEDED = "context_budget_exceeded"
     CONTEXT_SUMMARY_FAILED = "context_summary_failed"
     SUBAGENT_NOT_FOUND = "subagent_not_found"
+    RUNTIME_CLOSED = "runtime_closed"
 
 
 class ErrorInfo(BaseModel):

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from ..domain import ArkError, ErrorCode, ErrorLayer
 from ..events import EventTypes
+from ..events.envelope import frozen_dump
 from .contexts import (
     AfterRunHookContext, BeforeRunHookContext, ModelCallHookContext, ModelChunkHookContext,
     ModelResponseHookContext, StatePersistenceHookContext, ToolCallHookContext,
@@ -62,9 +63,10 @@ class _Started:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-ready form of a hook value, for ``hook.decision`` payloads."""
+    """A JSON-ready form of a hook value, for event payloads (read-only: a model's dump
+    is frozen, and kept for the next event that shows the same value)."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_defaults=True)
+        return frozen_dump(value)
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):

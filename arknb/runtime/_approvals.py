@@ -103,6 +103,9 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
     item = batch.find(approval_id) if batch is not None else None
     if item is None:
         return _not_pending(rt, approval_id, batch_id)
+    refusal = rt._extensions.kind(batch.kind).refuse_decision(item)
+    if refusal is not None:  # a kind decided its own way (an in-doubt call: rerun / mark_done / mark_failed)
+        return ApprovalDecisionResult.failure(approval_id, refusal)
     if state.not_resumable:
         # Deciding the last item would continue the run: a session marked not resumable
         # must never be continued, whatever its saved batch says (seed 000 §9.3).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, invalid_argument
@@ -250,33 +251,56 @@ class ExtensionHost:
 
 
 def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
-    """The scope of extension ``name`` on runtime ``rt``."""
+    """The scope of extension ``name`` on runtime ``rt``.
+
+    The scope reaches its runtime through a weak reference: the runtime owns its
+    extensions, so a strong one back would keep every finished runtime in a cycle until
+    the garbage collector ran (see ``_weak.py``).
+    """
     from ._persistence import persist  # the persistence phase imports the runtime's helpers
 
+    ref = weakref.ref(rt)
+
+    def live() -> AgentRuntime:
+        runtime = ref()
+        if runtime is None:
+            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.INTERNAL_ERROR,
+                           f"extension {name!r}: its runtime no longer exists")
+        return runtime
+
     def set_slice(key: str, value: Any) -> None:
-        slices = dict(rt.state.extensions)
+        runtime = live()
+        slices = dict(runtime.state.extensions)
         if value is None:
             slices.pop(key, None)
         else:
             slices[key] = value
-        rt._set_state(extensions=slices)
+        runtime._set_state(extensions=slices)
 
     async def save(reason: str, mandatory: bool) -> SaveResult:
         if not isinstance(reason, str) or not reason:
             raise invalid_argument(f"extension {name!r}: persist() needs a reason string")
-        outcome = await persist(rt, rt._active, reason, mandatory=bool(mandatory))
+        runtime = live()
+        outcome = await persist(runtime, runtime._active, reason, mandatory=bool(mandatory))
         return SaveResult(ok=outcome.ok, skipped=outcome.skipped, error=outcome.error)
 
+    def run_id() -> str | None:
+        active = live()._active
+        return active.run_id if active is not None else None
+
     def runtime_options() -> dict[str, Any]:
-        return {"model": rt.model, "tools": ToolRegistry(rt.tools), "hooks": rt.hooks.copy(), "storage": rt.storage,
-                "system_prompt": rt.system_prompt, "config": rt.config, "max_turns": rt.max_turns,
-                "require_approval": rt.require_approval, "secrets": rt.secret_lint.known_values}
+        runtime = live()
+        return {"model": runtime.model, "tools": ToolRegistry(runtime.tools), "hooks": runtime.hooks.copy(),
+                "storage": runtime.storage, "system_prompt": runtime.system_prompt, "config": runtime.config,
+                "max_turns": runtime.max_turns, "require_approval": runtime.require_approval,
+                "secrets": runtime.secret_lint.known_values}
 
     ports = _ScopePorts(
-        session_id=lambda: rt.session_id, state=lambda: rt.state,
-        run_id=lambda: rt._active.run_id if rt._active is not None else None,
-        tools=rt._offered_tools, set_slice=set_slice, emit=rt._emit, persist=save, clock=rt._clock,
-        new_id=rt._new_id, runtime_options=runtime_options, controller=lambda: rt.controller)
+        session_id=lambda: live().session_id, state=lambda: live().state, run_id=run_id,
+        tools=lambda: live()._offered_tools(), set_slice=set_slice,
+        emit=lambda event_type, payload: live()._emit(event_type, payload), persist=save,
+        clock=lambda: live()._clock(), new_id=lambda prefix: live()._new_id(prefix),
+        runtime_options=runtime_options, controller=lambda: live().controller)
     return ExtensionScope(name, model=rt.model, bus=rt.bus, ports=ports)
 
 

@@ -125,7 +125,6 @@ class ExtensionScope:
         name: the extension's name (its slice key).
         model: the runtime's model (e.g. to ask it for a summary).
         bus: the runtime's event bus (to observe; use :meth:`emit` to publish).
-        controller: the runtime's controller.
     """
 
     __slots__ = ("name", "model", "bus", "_ports")
@@ -252,7 +251,10 @@ class Resolution:
 
     Attributes:
         run: the calls to execute now.
-        answered: the calls answered without running, each with its result.
+        answered: the calls answered without running, each with its result (announced as
+            ``tool.denied``).
+        settled: the calls a person answered with a result of their own (an in-doubt call
+            marked done or failed; announced as ``tool.after``).
         replan: send ``run`` through ``before_tool_call`` planning again (for a kind
             that paused a batch before its calls were planned, e.g. a detected loop).
         stop: end the run instead, with this stop reason and error; unanswered calls
@@ -261,6 +263,7 @@ class Resolution:
 
     run: tuple[ToolCall, ...] = ()
     answered: tuple[DeniedCall, ...] = ()
+    settled: tuple[DeniedCall, ...] = ()
     replan: bool = False
     stop: tuple[StopReason, ArkError] | None = None
     stop_text: str = "not executed"
@@ -278,8 +281,10 @@ class ApprovalKind:
     call them); after each, :meth:`on_decided` runs. When every item is decided the run
     continues: :meth:`resolve` says which calls run and which are answered.
 
-    The runtime's own kinds are ``"tool"`` (a dangerous or hook-deferred call) and
-    ``"loop"`` (a detected loop asking to continue or stop).
+    The runtime's own kinds are ``"tool"`` (a dangerous or hook-deferred call),
+    ``"loop"`` (a detected loop asking to continue or stop) and ``"in_doubt"`` (a call a
+    crash left with an unknown fate, DESIGN §13). Calls of the model message that the
+    decided batch does not cover (a crash left them unplanned) are planned when it resolves.
 
     Attributes:
         name: the kind's name, stored in ``PendingApprovalItem.kind`` and
@@ -287,6 +292,10 @@ class ApprovalKind:
     """
 
     name: str = ""
+    suspend_reason: str = "awaiting_approval"
+    """The ``reason`` of the ``agent.suspended`` event when a batch of this kind pauses the run."""
+    resume_reason: str = "approval"
+    """The ``reason`` of the ``agent.resumed`` event when the decided batch continues the run."""
 
     def announce(self, batch: PendingApprovalBatch, items: tuple[PendingApprovalItem, ...]) -> None:
         """Publish this kind's own events about ``items`` (already saved)."""
@@ -338,6 +347,11 @@ class ApprovalKind:
         """Decide ``approval_id``, one of the ids :meth:`expand` listed for ``item``; None if
         it is not one of them. Called outside the runtime's approval lock, so it may decide
         ``item`` itself through ``scope.controller`` once the source has moved on."""
+        return None
+
+    def refuse_decision(self, item: PendingApprovalItem) -> ArkError | None:
+        """Why ``controller.approve`` / ``deny`` must not decide ``item`` (a kind with its own
+        controller methods says so here), or None to accept the decision."""
         return None
 
     def blocks_input_error(self, batch: PendingApprovalBatch) -> ArkError:

@@ -9,9 +9,9 @@ helpers those phases call.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 import time
 import uuid
+import weakref
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Callable
 
@@ -22,8 +22,9 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role, ToolResult,
     Usage, invalid_argument,
 )
+from ..domain.frozen import FrozenDict
 from ..events import AgentEvent, EventBus, EventTypes
-from ..events.envelope import new_event
+from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
@@ -33,15 +34,18 @@ from ..state import (
 )
 from ..tools import ToolRegistry
 from ._approvals import LoopKind, apply_decision
+from ._in_doubt import InDoubtKind, apply_in_doubt_decision, interrupted, pause_interrupted_run
 from ._channel import EventChannel
 from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
+from ._invocation import make_invocations
 from ._keywords import keyword_extensions
 from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from ._weak import NO_CONTROLLER, controller_of, weak_method
+from . import lifecycle
 from .extensions import Extension
 from .handle import RunHandle
 from .loop_detector import LoopDetector
@@ -186,16 +190,20 @@ class AgentRuntime:
         self.config = config if config is not None else ModelConfig()
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
+        self._owns_bus = event_bus is None
         self.bus = event_bus if event_bus is not None else EventBus()
         self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = hooks.copy() if isinstance(hooks, HookRegistry) else HookRegistry(hooks)
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
+        this = weakref.ref(self)
         self._extensions = ExtensionHost(
             [*keyword_extensions(plan_mode=plan_mode, skills=skills, compressor=compressor, memory=memory,
                                  subagents=subagents), *extensions],
-            kinds=(ToolKind(), LoopKind(self.loop_detector.forgive)))  # no reference back to the runtime
+            kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature)), InDoubtKind(emit)))
         self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
+        # A slow async listener's dropped deliveries are announced (it never slows the run).
+        self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
         self._redactor = Redactor(self.secret_lint, emit)
         secret_values = getattr(model, "secret_values", None)
@@ -221,18 +229,21 @@ class AgentRuntime:
         self._load_lock = asyncio.Lock()
         self._detached: str | None = None
         self._detached_message = ""
+        self._closing: asyncio.Future | None = None  # set by aclose(); its result once closed
+        self._takeover = False  # restore(..., takeover=True): take the lease from a live owner
+        self._invocations = make_invocations(self)
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
-        self._extensions.install(partial(make_scope, self))
-        self._offered_tools()  # a tool name two owners claim fails here, not in the first run
-        if state is not None:
-            self._extensions.mark_restored(state)
         previous = claim(self)
         self._predecessor: asyncio.Task | None = None
         if previous is not None:
             self._predecessor = detach(previous, "replaced", (
                 f"a newer AgentRuntime took session {self.session_id!r} on {self.storage!r}; this one no longer "
                 "runs or decides anything: use the newer runtime"))
+        self._extensions.install(lambda name: make_scope(self, name))
+        self._offered_tools()  # a tool name two owners claim fails here, not in the first run
+        if state is not None:
+            self._extensions.mark_restored(state)
 
     # -- construction from storage --------------------------------------------------
 
@@ -242,21 +253,33 @@ class AgentRuntime:
         """Rebuild a runtime from saved state (e.g. after a kernel restart).
 
         A pending approval batch comes back and can be listed, approved or denied; a
-        suspended run can be continued with :meth:`resume`. The same as
-        ``AgentRuntime(model, storage=storage, session_id=session_id, ...)`` followed by
-        ``await runtime.load()``, except that a session with nothing saved is an error
-        (``session_not_found``). Like any new runtime of the session, it detaches an
-        older one of this process.
+        suspended run can be continued with :meth:`resume`. A run that a crash
+        interrupted is continued by :meth:`resume` too, from its operations on a durable
+        store; calls whose fate is unknown are listed at once as in-doubt items
+        (``controller.list_in_doubt()``) and the run continues when the last is decided.
+        The same as ``AgentRuntime(model, storage=storage, session_id=session_id, ...)``
+        followed by ``await runtime.load()``, except that a session with nothing saved is
+        an error (``session_not_found``). Like any new runtime of the session, it detaches
+        an older one of this process.
+
+        On a durable store the runtime takes the session's lease first: ``session_locked``
+        while another live owner holds it, unless ``takeover=True``.
         """
         if storage is None or not isinstance(storage, StateStorage):
             raise invalid_argument("restore() needs the storage the session was saved to")
         for option in ("state", "fresh"):
             if option in options:
                 raise invalid_argument(f"restore() loads the saved state, so it takes no {option}= option")
+        takeover = options.pop("takeover", False)
+        if not isinstance(takeover, bool):
+            raise invalid_argument(f"takeover must be a bool, got {takeover!r}")
         runtime = cls(model, tools=tools, storage=storage, session_id=validate_session_id(session_id), **options)
+        runtime._takeover = takeover
         if await runtime._load() is None:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
+        # A run a crash interrupted with calls in doubt waits for a person at once.
+        await pause_interrupted_run(runtime)
         return runtime
 
     async def load(self) -> AgentState:
@@ -266,6 +289,7 @@ class AgentRuntime:
         session before acting on it (``runtime.state``, the pending approvals; a chat
         widget shows them once loaded). Loading is done once: calling it again returns
         the state as it is now. After loading a saved state ``state.loaded`` is published.
+        On a durable store the session's lease is taken before the state is read.
 
         Raises:
             ArkError: the storage's load error if the saved state cannot be read
@@ -273,7 +297,8 @@ class AgentRuntime:
                 ``state_load_failed``); nothing is saved over it, and every run and
                 decision fails with the same error until it is fixed (or the runtime is
                 created with ``fresh=True``). ``state_conflict`` if this runtime was
-                detached (a newer runtime took the session).
+                detached (a newer runtime took the session). ``session_locked`` if
+                another live owner holds the session's lease.
         """
         await self._load()
         return self._state
@@ -287,13 +312,16 @@ class AgentRuntime:
         async with self._load_lock:
             if self._loaded:
                 return None
+            # The lease first (durable stores): what is read then is no live owner's work in progress.
+            await self._invocations.open(takeover=self._takeover)
             found = await load_session(self)
-            self._loaded = True
             if found is not None:
+                # The extensions hear of the saved session before anything acts on it; if one
+                # refuses it, the load fails and is tried again next time.
                 self._extensions.mark_restored(found)
-        # A restored session's extensions hear of it before anything acts on it.
-        await self._extensions.restored()
-        return found
+                await self._extensions.restored()
+            self._loaded = True
+            return found
 
     # -- public surface -------------------------------------------------------------
 
@@ -331,8 +359,32 @@ class AgentRuntime:
     @property
     def detached(self) -> str | None:
         """Why this runtime no longer owns its session (``"replaced"``: a newer runtime took
-        it), or None while it does. A detached runtime refuses runs and decisions."""
+        it; ``"closed"``: :meth:`aclose`), or None while it does. A detached runtime
+        refuses runs and decisions."""
         return self._detached
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` began: the runtime runs and decides nothing more."""
+        return self._closing is not None
+
+    async def aclose(self, grace: float = lifecycle.DEFAULT_GRACE) -> AgentRunResult | None:
+        """End this runtime's ownership of its session (DESIGN §14 "Lifecycle"): an active run
+        gets ``grace`` seconds to suspend at a safe checkpoint, else it is cancelled; either
+        way it is saved (suspended or ended, never as still running). Then ``runtime.detached``
+        (reason ``"closed"``) is published and runs and decisions answer ``runtime_closed``.
+        Kernel shutdown does the same by itself (:mod:`arknb.runtime.lifecycle`).
+
+        Returns:
+            The result of the run it ended, or None if none was active.
+        """
+        return await lifecycle.close_runtime(self, grace)
+
+    async def __aenter__(self) -> AgentRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     @property
     def current_run(self) -> RunHandle | None:
@@ -421,7 +473,8 @@ class AgentRuntime:
 
     def _cancel_paused(self) -> bool:
         state = self._state
-        if not state.is_running or state.not_resumable or self._detached is not None or not self._loaded:
+        if (not state.is_running or state.not_resumable or self._detached is not None or self.closed
+                or not self._loaded):
             return False
         try:
             asyncio.get_running_loop()
@@ -458,6 +511,11 @@ class AgentRuntime:
             return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"),
                                 recheck=self._check_resumable)
         self._check_resumable()
+        state = self._state
+        if interrupted(state):
+            # Interrupted by a crash: the same run goes on where its operations stand.
+            return self._launch(lambda ctx: drive(self, ctx, resume_reason="interrupted"),
+                                run_id=state.current_run_id, turn=state.current_loop_count)
         return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"))
 
     def _check_resumable(self) -> None:
@@ -504,26 +562,43 @@ class AgentRuntime:
                 if routed is not None:
                     return routed
         async with self._approval_lock:
-            if self._detached is not None:
+            if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
+            await self._extensions.restored()  # a state given to the constructor: tell the extensions first
             return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
+
+    # -- InDoubtHost -------------------------------------------------------------------
+
+    async def apply_in_doubt_decision(self, item_id: str, resolution: str,
+                                      text: str | None = None) -> ApprovalDecisionResult:
+        """Apply a person's decision on an in-doubt call (the controller's only way in)."""
+        async with self._approval_lock:
+            if self._detached is not None or self.closed:
+                return ApprovalDecisionResult.failure(item_id, detached_error(self))
+            return await apply_in_doubt_decision(self, item_id, resolution, text)
 
     # -- helpers the phases use ------------------------------------------------------
 
-    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None) -> RunHandle:
+    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None, *,
+                run_id: str | None = None, turn: int = 0) -> RunHandle:
+        if self._detached is not None or self.closed:
+            raise detached_error(self)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NO_RUNNING_LOOP,
                            "starting a run needs a running asyncio loop: in a notebook cell call it directly "
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
-        ctx = RunContext(self._new_id("run"))
+        ctx = RunContext(run_id or self._new_id("run"))
+        ctx.turn = turn
+        ctx.continued = run_id is not None
         self._active = ctx
         pending_load = recheck if not self._loaded else None
         ctx.task = loop.create_task(self._guarded(ctx, make, pending_load), name=f"arknb-{ctx.run_id}")
         if pending_load is not None:
             # A refusal found after loading is raised by `await handle`; nobody awaiting it is fine.
             ctx.task.add_done_callback(lambda task: task.cancelled() or task.exception())
+        lifecycle.track(self)  # so a kernel shutdown can still end this run cleanly
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
 
     async def _guarded(self, ctx: RunContext, make: Callable[[RunContext], Any],
@@ -543,14 +618,18 @@ class AgentRuntime:
 
     def _continue_after_approval(self, batch: PendingApprovalBatch) -> None:
         # The saved state already holds the batch as consumed (the last decision's save).
-        self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason="approval"))
+        # The paused run goes on under its own id: its operations are keyed by it, so a
+        # crash during the continuation finds them.
+        reason = self._extensions.kind(batch.kind).resume_reason  # "approval", "in_doubt_resolved", ...
+        self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason=reason),
+                     run_id=batch.run_id, turn=self._state.current_loop_count)
 
     def _release(self, ctx: RunContext) -> None:
         if self._active is ctx:
             self._active = None
 
     def _check_can_start(self, *, new_input: bool) -> None:
-        if self._detached is not None:
+        if self._detached is not None or self.closed:
             raise detached_error(self)
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
@@ -606,7 +685,8 @@ class AgentRuntime:
 
         The known secrets are redacted from every payload first (``_redaction``); the
         text of ``llm.chunk`` was redacted by the model phase's chunk guard, since a
-        secret may be split across chunks.
+        secret may be split across chunks. Then the payload is frozen, once, so no
+        listener can change it for the others (a payload built frozen costs nothing here).
         """
         redaction = None
         if self.secret_lint.known_values and event_type != EventTypes.LLM_CHUNK:
@@ -614,6 +694,8 @@ class AgentRuntime:
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
+        if not isinstance(payload, FrozenDict):
+            payload = freeze_payload(payload)
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
                                    f"{rid}:{self._seq}", None, None))
         if redaction is not None:
@@ -664,3 +746,11 @@ class AgentRuntime:
         detached = f", detached={self._detached!r}" if self._detached is not None else ""
         return (f"AgentRuntime(session_id={self.session_id!r}, tools={list(self.tools.names())}, "
                 f"hooks={self.hooks.names()}, running={self.is_running}{detached})")
+
+
+def _drop_reporter(emit: Callable[..., Any], bus: EventBus) -> Callable[[str, int], None]:
+    """The bus's ``on_dropped``: publish ``bus.dropped`` through the runtime's (weak) emit."""
+    def report(name: str, count: int) -> None:
+        emit(EventTypes.BUS_DROPPED, {"listener": name, "dropped": count, "total": bus.dropped_by.get(name, count)})
+
+    return report

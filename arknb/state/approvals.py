@@ -11,7 +11,7 @@ runtime swaps into a new state.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -67,6 +67,13 @@ class PendingApprovalItem(BaseModel):
     extension installed (``"plan"``: a plan review; DESIGN §14)."""
     detail: dict[str, Any] = Field(default_factory=dict)
     """JSON-ready data of the item's kind (for a plan review: the proposed plan)."""
+    # An in-doubt item (batch kind "in_doubt", DESIGN §13): when the call last started,
+    # how many attempts are on record, and what the person decided ("rerun": it runs
+    # again, decision approved; "done" / "failed": answered with result_text, decision denied).
+    started_at: float | None = None
+    attempts: int = 0
+    resolution: Literal["rerun", "done", "failed"] | None = None
+    result_text: str | None = None
 
     def is_pending(self) -> bool:
         """True while no decision was made."""
@@ -141,9 +148,10 @@ class PendingApprovalBatch(BaseModel):
     finished_calls: tuple[DeniedCall, ...] = ()
     kind: str = Field(default="tool", min_length=1)
     """``tool``: dangerous or deferred calls; ``loop``: a detected loop waiting for
-    continue (approve) or stop (deny); or the kind of an extension's item in the batch
-    (``plan``: a plan review). Each kind is an entry the runtime looks up (an
-    ``ApprovalKind``), never a branch in the loop."""
+    continue (approve) or stop (deny); ``in_doubt``: calls a crash left with an unknown
+    fate, waiting for rerun / mark_done / mark_failed (DESIGN §13); or the kind of an
+    extension's item in the batch (``plan``: a plan review). Each kind is an entry the
+    runtime looks up (an ``ApprovalKind``), never a branch in the loop."""
 
     @model_validator(mode="after")
     def _check_unique_ids(self) -> PendingApprovalBatch:

@@ -5,7 +5,8 @@ prints ``AWAITING <session_id> <approval_id>``, then blocks until the parent kil
 with SIGKILL. ``restart_service`` appends a line to ``<directory>/effects.log`` each time
 it runs (it must not run here: the plan is not approved).
 
-Usage: python _plan_child.py <directory> <session_id>
+Usage: python _plan_child.py <file|sqlite> <directory> <session_id>
+(``sqlite`` keeps the session in ``<directory>/state.sqlite3``, a durable SQLiteStore).
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ import sys
 from pathlib import Path
 
 import arknb as ark
+
+
+def open_store(backend: str, directory: str | Path):
+    """The store the parent opens too, on the same directory."""
+    if backend == "sqlite":
+        return ark.SQLiteStore(Path(directory) / "state.sqlite3")
+    return ark.FileStateStorage(directory)
 
 
 def effect_tools(directory: Path) -> list:
@@ -37,7 +45,7 @@ def effect_tools(directory: Path) -> list:
     return [read_logs, restart_service]
 
 
-async def main(directory: str, session_id: str) -> None:
+async def main(backend: str, directory: str, session_id: str) -> None:
     folder = Path(directory)
     plan = [{"content": "Read the logs", "status": "pending"}, {"content": "Restart the service", "status": "pending"}]
     model = ark.ScriptedModel([
@@ -47,7 +55,7 @@ async def main(directory: str, session_id: str) -> None:
         ark.ScriptedTurn(text="My plan.", tool_calls=[
             ark.ToolCall(id="t1", name="write_todos", arguments_json=json.dumps({"todos": plan}))]),
     ])
-    runtime = ark.AgentRuntime(model, tools=effect_tools(folder), storage=ark.FileStateStorage(folder),
+    runtime = ark.AgentRuntime(model, tools=effect_tools(folder), storage=open_store(backend, folder),
                                session_id=session_id, plan_mode=ark.PlanMode.REVIEW)
     result = await runtime.run("The api service is down; fix it.")
     review = runtime.controller.get_pending_plan_review()
@@ -59,4 +67,4 @@ async def main(directory: str, session_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +10,8 @@ import pytest
 import arknb as ark
 from arknb import ArkError, EventTypes, ScriptedTurn
 
-from ..runtime._approval_kit import EventLog, FaultyStorage, assert_history_paired
-from ._plan_child import effect_tools
+from ..runtime._approval_kit import EventLog, FaultyStorage, assert_history_paired, kill_when_awaiting
+from ._plan_child import effect_tools, open_store
 from ._plan_kit import PlanTools, first_plan_turn, review_runtime, todos, tool_call
 
 CHILD = Path(__file__).with_name("_plan_child.py")
@@ -63,30 +60,13 @@ async def test_a_review_whose_save_failed_is_never_announced():
     assert_history_paired(runtime.history)
 
 
-def _run_child_until_awaiting(directory: Path, session_id: str) -> str:
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(directory), session_id],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline().strip()  # printed after the mandatory save
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        returncode = proc.wait(timeout=60)
-    stderr = proc.stderr.read()
-    proc.stdout.close()
-    proc.stderr.close()
-    assert line.startswith("AWAITING "), f"child said {line!r}; stderr:\n{stderr}"
-    assert returncode == -signal.SIGKILL
-    _, sid, approval_id = line.split()
-    assert sid == session_id
-    return approval_id
-
-
-async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(tmp_path):
-    approval_id = _run_child_until_awaiting(tmp_path, "killed-plan")
+@pytest.mark.parametrize("backend", ["file", "sqlite"])
+async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(tmp_path, backend):
+    approval_id = kill_when_awaiting(CHILD, backend, tmp_path, "killed-plan", session_id="killed-plan")
     effects = tmp_path / "effects.log"
     assert not effects.exists()  # the not-yet-approved plan let nothing that changes things run
 
-    storage = ark.FileStateStorage(tmp_path)
+    storage = open_store(backend, tmp_path)
     model = ark.ScriptedModel([
         ScriptedTurn(tool_calls=[tool_call("c3", "restart_service", service="api")]),
         ScriptedTurn(tool_calls=[todos("t2", ("Read the logs", "completed"), ("Restart the service", "completed"))]),
@@ -109,9 +89,9 @@ async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(t
     assert result.stop_reason == "completed" and result.text == "The api is back."
     assert effects.read_text() == "restart api\n"  # ran once, after the approval
     assert runtime.state.plan.version == 2 and runtime.state.plan.finished
-    # The decision is saved before it is announced (state.persisted comes first).
-    announced = [e.type for e in log.events if e.type != EventTypes.STATE_PERSISTED]
-    assert announced[:2] == [EventTypes.APPROVAL_DECIDED, EventTypes.PLAN_REVIEW_RESOLVED]
+    # The decision is saved before it is announced, and the review's own event follows it.
+    assert [e.type for e in log.events[:3]] == [EventTypes.STATE_PERSISTED, EventTypes.APPROVAL_DECIDED,
+                                                EventTypes.PLAN_REVIEW_RESOLVED]
     updated = [e.payload for e in log.of(EventTypes.PLAN_UPDATED)]
     assert [(u["change"], u["approved"]) for u in updated] == [("new", True), ("status", True)]
     # The first model call after the restore sees the approved plan and the tool's answer.
@@ -121,6 +101,9 @@ async def test_a_plan_review_survives_sigkill_and_is_approved_in_a_new_process(t
     final = await storage.load("killed-plan")
     assert final.pending_approval is None and not final.is_running and final.plan == runtime.state.plan
     assert_history_paired(final.history)
+    await runtime.aclose()
+    if backend == "sqlite":
+        await storage.aclose()
 
 
 async def test_a_rejection_reaches_the_model_with_its_reason():

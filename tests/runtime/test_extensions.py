@@ -311,7 +311,7 @@ def test_extension_names_are_unique_and_extensions_are_instances():
 
 def test_set_slice_refuses_values_that_are_not_json():
     ext = Counter()
-    ark.AgentRuntime(ScriptedModel([]), extensions=[ext])
+    runtime = ark.AgentRuntime(ScriptedModel([]), extensions=[ext])
     with pytest.raises(ArkError, match="JSON-ready"):
         ext.scope.set_slice({"when": object()})
     with pytest.raises(ArkError, match="JSON-ready"):
@@ -321,7 +321,34 @@ def test_set_slice_refuses_values_that_are_not_json():
     value["a"].append(3)  # the state holds its own copy
     assert ext.scope.slice == {"a": [1, 2]}
     ext.scope.set_slice(None)
-    assert "counter" not in ext.scope.state.extensions
+    assert "counter" not in ext.scope.state.extensions and ext.scope.state is runtime.state
+
+
+async def test_a_finished_runtime_with_extensions_is_freed_by_reference_counting(tmp_path):
+    # Scopes reach their runtime weakly, so plan mode, skills and a user extension add no cycle.
+    import gc
+    import weakref
+
+    ext = Counter()
+    skill = ark.Skill("haiku", "Answer as a haiku.", "Write a haiku.")
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "bump", by=2), call("t1", "write_todos", 1,
+                                                                              todos=[{"content": "x"}])]),
+                           ScriptedTurn(tool_calls=[ark.ToolCall(id="a1", name="activate_skill",
+                                                               arguments_json='{"name": "haiku"}')]), "Done."])
+    gc.collect()
+    gc.disable()
+    try:
+        runtime = ark.AgentRuntime(model, storage=ark.FileStateStorage(tmp_path), session_id="freed",
+                                   plan_mode="auto", skills=[skill], extensions=[ext])
+        assert (await runtime.run("go")).stop_reason == "completed"
+        assert runtime.state.plan.version == 1 and runtime.state.active_skills == ("haiku",)
+        ref = weakref.ref(runtime)
+        del runtime
+        assert ref() is None, "a finished runtime with extensions is still alive: something refers back to it"
+    finally:
+        gc.enable()
+    with pytest.raises(ArkError, match="its runtime no longer exists"):
+        ext.scope.set_slice({"value": 1})
 
 
 async def test_scope_persist_goes_through_the_persistence_hooks():
@@ -496,3 +523,83 @@ async def test_runtimes_without_extensions_build_requests_as_before():
     await runtime.run("go")
     assert runtime._offered_tools() is runtime.tools  # no merged registry, no extra cost
     assert [m.text for m in model.requests[0].messages] == ["S", "go"]
+
+
+async def test_a_runtime_that_loads_a_saved_session_tells_its_extensions_once(tmp_path):
+    storage = ark.FileStateStorage(tmp_path)
+    first = ark.AgentRuntime(ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "bump", by=2)]), "ok"]),
+                             storage=storage, session_id="s", extensions=[Counter()])
+    await first.run("go")
+
+    ext = Counter()
+    model = ScriptedModel(["one", "two"])
+    runtime = ark.AgentRuntime(model, storage=storage, session_id="s", extensions=[ext])  # loads before acting
+    assert ext.restored == []
+    await runtime.run("again")
+    await runtime.run("and again")
+
+    assert [s.extensions for s in ext.restored] == [{"counter": {"value": 2}}]
+    assert "The counter is 2." in model.requests[0].messages[0].text
+
+
+class Refusing(Extension):
+    name = "refusing"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def on_restore(self, state):
+        self.calls += 1
+        if self.calls == 1:
+            raise ArkError("storage", "state_corrupt", "the refusing slice is not readable")
+
+
+async def test_an_extension_that_refuses_the_saved_session_fails_the_load_and_it_is_tried_again(tmp_path):
+    storage = ark.FileStateStorage(tmp_path)
+    await ark.AgentRuntime(ScriptedModel(["a"]), storage=storage, session_id="s").run("hi")
+
+    ext = Refusing()
+    runtime = ark.AgentRuntime(ScriptedModel(["b"]), storage=storage, session_id="s", extensions=[ext])
+    with pytest.raises(ArkError) as info:  # a load error is raised, like the storage's own
+        await runtime.run("again")
+    assert info.value.code == "state_corrupt" and "refusing slice" in info.value.message
+    assert (await storage.load("s")).history[-1].text == "a"  # nothing was saved over the session
+    ok = await runtime.run("again")
+    assert ok.stop_reason == "completed" and ext.calls == 2
+
+
+class Waiter(Extension):
+    """An async built-in tool that waits on the run's cancellation token (as delegate_task would)."""
+
+    name = "waiter"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = False
+        ext = self
+
+        @ark.tool
+        async def wait_for_child(ctx: ark.ToolContext) -> str:
+            """Wait until the run is cancelled."""
+            ext.started.set()
+            try:
+                await ctx.cancel.wait()
+            finally:
+                ext.cancelled = ctx.cancel.cancelled
+            return "never"
+
+        self._tool = wait_for_child
+
+    def tools(self, state):
+        return (self._tool,)
+
+
+async def test_an_async_extension_tool_gets_the_runs_cancellation_token():
+    ext = Waiter()
+    runtime = ark.AgentRuntime(ScriptedModel([ScriptedTurn(tool_calls=[call("w1", "wait_for_child")])]),
+                               extensions=[ext])
+    handle = runtime.start("go")
+    await ext.started.wait()
+    runtime.cancel()
+    result = await handle
+    assert result.stop_reason == "cancelled" and ext.cancelled
