@@ -22,6 +22,7 @@ from ..state import PendingApprovalBatch
 from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal, save_error
+from ._redaction import learn_model_secrets
 from ._tool_batch import BatchPlan, execute_batch, plan_batch
 from .loop_detector import tool_signature
 from .result import AgentRunResult, NextStep, StopReason
@@ -71,6 +72,9 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
 
 
 async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
+    # Before anything of the run exists: the input, a hook's output or a tool's result
+    # may hold a key the model resolves only at its first request (DESIGN §9).
+    await learn_model_secrets(rt)
     previous = rt.state.current_run_id
     if new_input is not None and rt.state.not_resumable:
         _close_stale_run(rt)
