@@ -60,6 +60,14 @@ def test_nan_and_infinity_are_refused(constant):
     assert constant in error.message
 
 
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1.5e999"])
+def test_a_number_too_large_to_be_anything_but_infinity_is_refused(number):
+    # json reads 1e400 as inf, which the next save would write as null: a silent change.
+    error = _refused(_doc().replace('"owner": "workshop"', f'"owner": {number}'))
+    assert "too large" in error.message
+    assert "too large" in _refused(_doc(updated_at=0.5).replace('"updated_at": 0.5', f'"updated_at": {number}')).message
+
+
 def test_nan_inside_metadata_is_refused():
     error = _refused(_doc().replace('"owner": "workshop"', '"owner": NaN'))
     assert "NaN" in error.message
@@ -110,6 +118,7 @@ def test_a_strict_reader_still_reads_everything_arknb_writes():
 HAND_EDITS = {
     "coerced": lambda: _doc(is_running="yes"),
     "nan": lambda: _doc().replace('"owner": "workshop"', '"owner": NaN'),
+    "overflow": lambda: _doc().replace('"owner": "workshop"', '"owner": 1e400'),
     "unknown_field": lambda: _doc(colour="blue"),
     "deep": lambda: _doc(metadata={}).replace('"metadata": {}', '"metadata": ' + "[" * 50_000 + "]" * 50_000),
 }
