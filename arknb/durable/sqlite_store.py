@@ -77,12 +77,13 @@ _WRITE_MARKER = ("INSERT INTO sessions (session_id, header, history_len, usages_
 @dataclass(slots=True)
 class _Written:
     """What the database holds for one session, as far as this instance knows: the
-    sequences it saved or loaded (in :data:`_SEQUENCES` order), and the session row's
-    writer and version then."""
+    sequences it saved or loaded (in :data:`_SEQUENCES` order), the session row's
+    writer and version then, and its header text."""
 
     sequences: tuple[tuple[Any, ...], ...]
     writer: str | None
     version: int
+    header: str | None = None
 
     def matches(self, row: tuple | None) -> bool:
         """True if ``row`` (writer, version, lengths...) is still the one described."""
@@ -294,7 +295,7 @@ class SQLiteStateStorage:
             # items, so a save continuing from either the loaded or the saved state appends.
             state = state.model_copy(update=dict(zip(APPEND_ONLY_FIELDS, known.sequences, strict=True)))
         else:
-            self._written[session_id] = _Written(loaded, writer, version)  # the next save appends
+            self._written[session_id] = _Written(loaded, writer, version, header)  # the next save appends
         return state.model_copy(update={"not_resumable": True}) if marked else state
 
     def _check_rows(self, session_id: str, table: str, length: object,
@@ -324,6 +325,7 @@ class SQLiteStateStorage:
             stored = self._stored_revision(conn, session_id)
             if stored != state.revision:
                 raise state_conflict(session_id, state.revision, stored, repr(self))
+            self._check_header(conn, session_id, known)
             row = conn.execute(_READ_VERSION, (session_id,)).fetchone()
             # Append only to rows this instance knows: the row must still be the one it
             # last wrote or loaded (another instance may have saved since).
@@ -335,7 +337,7 @@ class SQLiteStateStorage:
                 _write_rows(conn, table, session_id, items, before)
             conn.execute(_WRITE_SESSION, (session_id, header, *map(len, sequences), self._token,
                                           version, time.time()))
-        self._written[session_id] = _Written(sequences, self._token, version)
+        self._written[session_id] = _Written(sequences, self._token, version, header)
         return revision
 
     def _stored_revision(self, conn: sqlite3.Connection, session_id: str) -> int:
@@ -366,6 +368,25 @@ class SQLiteStateStorage:
                            f"{schema_version}, but this arknb writes {SCHEMA_VERSION}; the save was refused "
                            "so a newer arknb's state is not overwritten")
         return revision if revision is not None else 0  # a version 2 header has none: revision 0
+
+    def _check_header(self, conn: sqlite3.Connection, session_id: str, known: _Written | None) -> None:
+        """Refuse to overwrite a stored header a load would refuse (unknown fields, wrong
+        types: edited by hand, or by another program). Only a header this instance did not
+        write or load itself is parsed, so a save of its own session costs one small read.
+        """
+        row = conn.execute("SELECT header FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        header = row[0] if row is not None else None
+        if header is None or (known is not None and header == known.header):
+            return
+        try:
+            if not isinstance(header, str):
+                raise self._corrupt(session_id, f"its header is {type(header).__name__}, not text")
+            AgentState.from_json(header, source=f"session {session_id!r} ({self._path})")
+        except ArkError as exc:
+            raise ArkError(exc.layer, exc.code,
+                           f"{exc.message}; the save was refused, so it stays as it is (fix it, or delete the "
+                           "session to start over: storage.delete(...) or AgentRuntime(..., fresh=True))",
+                           exc.retryability) from None
 
     def _mark(self, session_id: str) -> None:
         conn = self._connection(create=True)

@@ -161,3 +161,49 @@ async def test_sqlite_store_refuses_hand_edits(tmp_path, edit, needle):
         await storage.load("s")
     await storage.aclose()
     assert info.value.code == "state_corrupt" and needle in info.value.message and str(db) in info.value.message
+
+
+# -- a save never overwrites what a load would refuse ------------------------------------
+
+
+def _edit_file(path, **changes) -> None:
+    document = json.loads(path.read_text("utf-8"))
+    document.update(changes)
+    path.write_text(json.dumps(document), "utf-8")
+
+
+def _edit_header(db, **changes) -> None:
+    with sqlite3.connect(db) as conn:
+        header = json.loads(conn.execute("SELECT header FROM sessions").fetchone()[0])
+        header.update(changes)
+        conn.execute("UPDATE sessions SET header = ?", (json.dumps(header),))
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+@pytest.mark.parametrize("edit", [{"colour": "blue"}, {"is_running": "yes"}])
+async def test_a_save_at_the_stored_revision_refuses_a_state_edited_by_hand_since(tmp_path, store, edit):
+    """The revision still matches (a hand edit keeps it), but the stored state is one a load
+    refuses: the save leaves it as it is (issue 10: unknown fields were dropped, wrong types
+    overwritten by the next save of a runtime that had loaded the session before the edit)."""
+    if store == "file":
+        storage, path = FileStateStorage(tmp_path), tmp_path / "s.json"
+    else:
+        storage, path = SQLiteStateStorage(tmp_path / "s.db"), tmp_path / "s.db"
+    await storage.save(make_full_state("s", revision=0))
+    loaded = await storage.load("s")   # the instance knows the stored state now
+    if store == "file":
+        _edit_file(path, **edit)
+        before = path.read_bytes()
+    else:
+        _edit_header(path, **edit)
+    with pytest.raises(ArkError) as info:
+        await storage.save(loaded)
+    if store == "sqlite":
+        await storage.aclose()
+        with sqlite3.connect(path) as conn:
+            header = json.loads(conn.execute("SELECT header FROM sessions").fetchone()[0])
+        assert all(header[key] == value for key, value in edit.items())
+    else:
+        assert path.read_bytes() == before
+    assert info.value.code == "state_corrupt" and next(iter(edit)) in info.value.message
+    assert "the save was refused" in info.value.message and "fresh=True" in info.value.message
