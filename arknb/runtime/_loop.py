@@ -21,7 +21,7 @@ from ..hooks.pipeline import jsonable
 from ..state import PendingApprovalBatch
 from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
 from ._model_call import HookAbort, abort_error, call_model
-from ._persistence import persist, persist_terminal, save_error
+from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
 from ._tool_batch import BatchPlan, execute_batch, plan_batch
 from .loop_detector import tool_signature
@@ -92,7 +92,7 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
                 raise abort_error("before_run", decision.hook, decision.reason, decision.error)
             new_input = decision.input if decision.input is not None else new_input
         rt._append_history(new_input)
-        await persist(rt, ctx, "after_user_input")
+        await autosave(rt, ctx, "after_user_input")
     if resume_batch is not None:
         # The last decision's save recorded the batch as consumed before this run began:
         # a restore after a crash never offers (and so never runs) these calls again.
@@ -127,7 +127,7 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     response = await call_model(rt, ctx)
     message = response.message
     rt._append_history((message,), usage=response.usage)
-    await persist(rt, ctx, "after_model_text")
+    await autosave(rt, ctx, "after_model_text")
     if message.tool_calls:
         hit = rt.loop_detector.observe(message.tool_calls)
         if hit is not None:
@@ -143,11 +143,11 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied) -> 
     outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied)
     if outcome.stop:
         await _turn_completed_event(rt, ctx, message, "stop")
-        await persist(rt, ctx, "after_tool_batch")
+        await autosave(rt, ctx, "after_tool_batch")
         return NextStep.stop(StopReason.STOPPED, message=message)
     step = await _complete_turn(rt, ctx, message, has_tools=True)
     if step.kind == NextStep.RUN_AGAIN:
-        await persist(rt, ctx, "after_tool_batch")
+        await autosave(rt, ctx, "after_tool_batch")
     return step
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["SaveOutcome", "mark_not_resumable", "persist", "persist_terminal", "save_error", "save_state"]
+__all__ = ["SaveOutcome", "autosave", "mark_not_resumable", "persist", "persist_terminal", "save_error", "save_state"]
 
 # Refusals that say the stored state is not ours to write: another runtime saved it,
 # or it cannot be read. Marking it not resumable would meddle with it.
@@ -103,6 +103,25 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
     if hook_ctx is not None:
         await pipeline.after_persist_state(hook_ctx)
     return SaveOutcome(True)
+
+
+async def autosave(rt: AgentRuntime, ctx: RunContext, reason: str) -> None:
+    """A skippable save during a run. A failure is reported (``state.persisted`` with
+    ``ok`` false) and the run goes on, except when the stored session is not this
+    runtime's to write: another runtime or process saved it since (``state_conflict``), or
+    it can no longer be read. Then no later save of this run can succeed, and going on
+    would call the model and run tools for a session someone else owns, so the run ends
+    here, ``failed`` with that error.
+
+    Raises:
+        ArkError: the storage's refusal, naming the save it stopped the run at.
+    """
+    outcome = await persist(rt, ctx, reason)
+    error = outcome.error
+    if outcome.ok or error is None or error.code not in _NOT_OURS:
+        return
+    raise ArkError(error.layer, error.code, f"the run stopped at its {reason} save, before doing anything "
+                   f"more: {error.message}", error.retryability)
 
 
 async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: ErrorInfo | None = None,

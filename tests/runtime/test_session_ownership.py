@@ -282,3 +282,40 @@ async def test_replacing_a_runtime_during_a_run_cancels_it_and_the_new_one_conti
     saved = await storage.load("s")
     assert saved.last_stop_reason == "completed" and saved.revision == second.state.revision
     assert_history_paired(saved.history)
+
+
+# -- a runtime whose session someone else saved stops (across processes) -----------------------
+
+
+@pytest.mark.parametrize("edit", ["another_runtime", "hand_edit"])
+async def test_a_run_stops_at_its_first_save_that_finds_the_session_is_not_its_own(tmp_path, edit):
+    """Another process saved the session since this runtime loaded it (or the file was
+    edited into one a load refuses): the first autosave fails, and the run ends there,
+    failed with that error, before the model is called or a tool runs; what the other
+    wrote stays (issue 10: the run went on, ran its tools, and ended "completed")."""
+    from .test_decisions_saved import Unshared   # two views of one folder: like two processes
+
+    stale = _runtime(Unshared(ark.FileStateStorage(tmp_path)), ["never sent"])
+    tools = Tools()
+    stale_tools = ark.AgentRuntime(ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "add", a=1, b=2)]), "3"]),
+                                   tools=tools.all, storage=Unshared(ark.FileStateStorage(tmp_path)), session_id="s")
+    await _runtime(ark.FileStateStorage(tmp_path), ["first"]).run("hello")
+    await stale.load()
+    await stale_tools.load()
+    if edit == "another_runtime":
+        await _runtime(Unshared(ark.FileStateStorage(tmp_path)), ["second"]).run("meanwhile")
+        code = "state_conflict"
+    else:
+        path = tmp_path / "s.json"
+        path.write_text(path.read_text().replace('"is_running":false', '"is_running":"no"'))
+        code = "state_corrupt"
+    stored = (tmp_path / "s.json").read_bytes()
+
+    for runtime in (stale, stale_tools):
+        log = EventLog(runtime)
+        result = await runtime.run("go on")
+        assert result.stop_reason == "failed" and result.error.code == code and not result.persisted
+        assert "the run stopped at its after_user_input save" in result.error.message
+        assert runtime.model.requests == [] and EventTypes.LLM_BEFORE not in log.types()
+    assert tools.ran == []
+    assert (tmp_path / "s.json").read_bytes() == stored
