@@ -319,3 +319,45 @@ async def test_a_run_stops_at_its_first_save_that_finds_the_session_is_not_its_o
         assert runtime.model.requests == [] and EventTypes.LLM_BEFORE not in log.types()
     assert tools.ran == []
     assert (tmp_path / "s.json").read_bytes() == stored
+
+
+# -- what a refusal says -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, until", [("corrupt", "fix it"), ("newer", "by a newer arknb")])
+async def test_an_unreadable_saved_state_names_the_file_and_the_way_forward(tmp_path, kind, until):
+    await _runtime(ark.FileStateStorage(tmp_path), ["hi"]).run("hello")
+    path = tmp_path / "s.json"
+    document = json.loads(path.read_text())
+    document.update({"is_running": "yes"} if kind == "corrupt" else {"schema_version": 99})
+    path.write_text(json.dumps(document))
+    runtime = _runtime(ark.FileStateStorage(tmp_path), ["never"])
+
+    with pytest.raises(ArkError) as info:
+        await runtime.run("again")
+    decided = await runtime.controller.approve("approval_1")
+
+    for message in (info.value.message, decided.error.message):
+        assert str(path) in message and f"until it can be read ({until})" in message
+        assert "AgentRuntime(..., fresh=True), which deletes it" in message
+
+
+async def test_a_decision_refused_by_a_newer_save_does_not_claim_the_call_still_waits(tmp_path):
+    from .test_decisions_saved import Unshared   # two views of one folder: like two processes
+
+    tools = Tools()
+    paused = _runtime(ark.FileStateStorage(tmp_path), [dangerous_turn()], tools=tools)
+    await paused.run("clean up")
+    [item] = paused.controller.list_pending_approvals()
+    winner, loser = (_runtime(Unshared(ark.FileStateStorage(tmp_path)), ["done"], tools=tools) for _ in range(2))
+    await winner.load()
+    await loser.load()
+    assert (await winner.controller.approve(item.approval_id)).ok
+    await winner.current_run
+
+    refused = await loser.controller.approve(item.approval_id)
+
+    assert refused.error.code == "state_conflict"
+    assert "was not recorded, and nothing runs here" in refused.error.message
+    assert "still waits" not in refused.error.message and "a new AgentRuntime with this session_id" in refused.error.message
+    assert tools.names() == ["clear_cache"]
