@@ -51,6 +51,7 @@ SUBJECTS = (
     Subject("arknb_plain", "(b) arknb", "arknb"),
     Subject("arknb_hooks", "(c) arknb + 3 no-op hooks/slot", "arknb"),
     Subject("arknb_widget", "(d) arknb + ChatWidget", "arknb"),
+    Subject("arknb_timeline", "(d') arknb + TimelineWidget", "arknb"),
     Subject("arknb_sqlite", "(e) arknb + durable SQLite", "arknb"),
     Subject("peer_openai_agents", "(f) openai-agents", "peer"),
     Subject("peer_pydantic_ai", "(g) pydantic-ai", "peer"),
@@ -183,6 +184,7 @@ def build_report(data: dict[str, Samples], keys: list[str]) -> dict:
            1 / 3, "x", "{:.3f}")
     target("(c) hooks / (b)", _ratio(cpu.get("arknb_hooks"), b), 1.3, "x")
     target("(d) ChatWidget / (b)", _ratio(cpu.get("arknb_widget"), b), 1.5, "x")
+    target("(d') TimelineWidget / (b)", _ratio(cpu.get("arknb_timeline"), b), 1.2, "x")
     e = cpu.get("arknb_sqlite")
     target("(e) SQLite ms added per tool call",
            None if e is None or b is None else (e - b) / TOOL_CALLS / 1000, 2.0, "ms", "{:.3f}")
@@ -304,9 +306,10 @@ def main() -> None:
         for path in profile_arknb(args.python, report, args, args.profile):
             print(f"profile written: {path.relative_to(HERE.parent)}", file=sys.stderr)
     if not args.only_table:
-        # The two side benchmarks of issue 6, each in its own process as well.
+        # The side benchmarks (issues 6 and 15), each in its own process as well.
         for title, script in (("State save: turn 1,000 vs turn 10", "state_save.py"),
-                              ("10,000 chunks/s into a ChatWidget", "widget_stream.py")):
+                              ("10,000 chunks/s into a ChatWidget", "widget_stream.py"),
+                              ("A 5,000-chunk burst with a TimelineWidget", "timeline_burst.py")):
             proc = subprocess.run([args.python, str(HERE / script)], capture_output=True, text=True,
                                   env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=900)
             body = proc.stdout.strip() or f"failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"

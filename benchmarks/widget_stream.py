@@ -2,8 +2,9 @@
 messages/s leaving the kernel).
 
 Kernel side only; the front end is faked (``fake_frontend.py``: every comm message is
-JSON-encoded as the kernel would and counted). Two measurements, each with and without
-a ``ChatWidget`` attached to the runtime:
+JSON-encoded as the kernel would and counted). Two measurements, each with no widget,
+a ``ChatWidget``, and both a ChatWidget and a ``TimelineWidget`` (``chat+timeline``, the
+notebook of subject (d) with both widgets; messages are counted over both comms):
 
 1. **Paced**: the model streams ``--chunks`` text chunks at ``--rate`` chunks/s (bursts
    every millisecond, since asyncio cannot sleep for 100 µs). Reports the rate the
@@ -11,9 +12,16 @@ a ``ChatWidget`` attached to the runtime:
 2. **Flat out**: the same chunks with no pacing. Reports the kernel-side CPU per chunk,
    with and without the widget; the difference is what the widget costs per chunk.
 
+3. **Session growth** (issue 15): one session of ``--runs`` runs (each a question, a
+   tool call and an answer) with a ``ChatWidget`` attached; the bytes that left the
+   kernel during runs 10, 100 and 1,000. After the first snapshot the chat sends only
+   what changed, so a run costs the same however long the session already is (target:
+   run 1,000 <= 1.2 x run 10). Also the size of the static HTML copy in the notebook
+   output at the end (republished once the chat has been quiet for a moment, not per run).
+
 Reports n/a until ``arknb.AgentRuntime`` and ``arknb.widgets.ChatWidget`` exist.
 
-Usage: python benchmarks/widget_stream.py [--chunks 10000] [--rate 10000] [--reps 3]
+Usage: python benchmarks/widget_stream.py [--chunks 10000] [--rate 10000] [--reps 3] [--runs 1000]
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 TARGET_RATE = 10_000
+BOTH = "chat+timeline"
 TARGET_MSGS_PER_S = 35
 
 
@@ -53,11 +62,15 @@ class PacedModel:
         return await self.inner.generate(request, cancel=cancel)
 
 
-async def one_run(ark, ChatWidget, traffic, chunks: int, rate: float | None, widget: bool) -> dict:
+async def one_run(ark, ChatWidget, traffic, chunks: int, rate: float | None, widget: bool | str) -> dict:
     model = PacedModel(ark.ScriptedModel([ark.ScriptedTurn(text=[f"w{i} " for i in range(chunks)])]),
                        rate)
     runtime = ark.AgentRuntime(model, system_prompt="Be brief.")
     w = ChatWidget(runtime) if widget else None
+    timeline = None
+    if widget == BOTH:  # (d) with both widgets attached: the chat and a TimelineWidget
+        from arknb.widgets import TimelineWidget
+        timeline = TimelineWidget(runtime)
     traffic.reset()
     seen = 0
     first = last = None
@@ -76,6 +89,8 @@ async def one_run(ark, ChatWidget, traffic, chunks: int, rate: float | None, wid
     total_msgs = traffic.messages
     if w is not None and hasattr(w, "close"):
         w.close()
+    if timeline is not None:
+        timeline.close()
     assert seen == chunks, (seen, chunks)
     span = (last - first) if first is not None and last > first else wall
     # The rate reached is taken over the whole run (conservative); messages/s over the
@@ -84,6 +99,47 @@ async def one_run(ark, ChatWidget, traffic, chunks: int, rate: float | None, wid
             "chunks_per_s": chunks / wall, "msgs_during_stream": stream_msgs,
             "msgs_per_s": stream_msgs / span, "msgs_total": total_msgs,
             "bytes_total": traffic.bytes}
+
+
+MEASURED_RUNS = (10, 100, 1000)
+WINDOW = 5
+"""Each point is the median of this many consecutive runs starting there."""
+
+
+async def session_growth(ark, ChatWidget, traffic, runs: int) -> dict:
+    """Bytes and messages leaving the kernel per run, at runs 10/100/1000 of one session."""
+
+    @ark.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    turns = []
+    for n in range(1, runs + WINDOW):
+        turns.append(ark.ScriptedTurn(text=["Let me ", "add ", "that."], tool_calls=[
+            ark.ToolCall(id=f"c{n}", name="add", arguments_json=f'{{"a": {n}, "b": 2}}')]))
+        turns.append(ark.ScriptedTurn(text=["It is ", f"{n + 2}."]))
+    runtime = ark.AgentRuntime(ark.ScriptedModel(turns), tools=[add], system_prompt="Be brief.")
+    chat = ChatWidget(runtime)
+    points = [p for p in MEASURED_RUNS if p <= runs]
+    samples: dict[int, list[dict]] = {p: [] for p in points}
+    for n in range(1, runs + WINDOW):
+        point = next((p for p in points if p <= n < p + WINDOW), None)
+        if point is not None:
+            await asyncio.sleep(0.06)  # the previous run's trailing flush goes out first
+            traffic.reset()
+        result = await runtime.run(f"What is {n} + 2?")
+        assert result.stop_reason == "completed", result.stop_reason
+        if point is not None:
+            await asyncio.sleep(0.06)
+            samples[point].append({"bytes": traffic.bytes, "messages": traffic.messages,
+                                   "entries": len(chat.transcript["entries"])})
+    out: dict = {p: {k: statistics.median(s[k] for s in samples[p]) for k in samples[p][0]} for p in points}
+    static = getattr(chat, "_static_html", None)  # absent before issue 15: measured as 0
+    out["static_copy_bytes"] = len(static().encode()) if static else 0
+    out["to_html_bytes"] = len(chat.to_html().encode()) if hasattr(chat, "to_html") else 0
+    chat.close()
+    return out
 
 
 async def measure(args) -> dict:
@@ -95,12 +151,15 @@ async def measure(args) -> dict:
     traffic = install()
     out: dict = {}
     for mode, rate in (("paced", float(args.rate)), ("flat", None)):
-        for widget in (False, True):
+        for widget in (False, True, BOTH):
             await one_run(ark, ChatWidget, traffic, min(args.chunks, 500), rate, widget)  # warm-up
             runs = [await one_run(ark, ChatWidget, traffic, args.chunks, rate, widget)
                     for _ in range(args.reps)]
-            out[f"{mode}/{'widget' if widget else 'no widget'}"] = {
+            label = BOTH if widget == BOTH else "widget" if widget else "no widget"
+            out[f"{mode}/{label}"] = {
                 k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    growth = await session_growth(ark, ChatWidget, traffic, args.runs)
+    out["session"] = growth
     flat_w, flat_n = out["flat/widget"], out["flat/no widget"]
     paced_w = out["paced/widget"]
     out["widget_cpu_us_per_chunk"] = flat_w["cpu_us_per_chunk"] - flat_n["cpu_us_per_chunk"]
@@ -108,6 +167,10 @@ async def measure(args) -> dict:
         f"reaches {args.rate:,} chunks/s with the widget": paced_w["chunks_per_s"] >= 0.95 * args.rate,
         f"<= {TARGET_MSGS_PER_S} messages/s leave the kernel": paced_w["msgs_per_s"] <= TARGET_MSGS_PER_S,
     }
+    first, last = min(k for k in growth if isinstance(k, int)), max(k for k in growth if isinstance(k, int))
+    if first != last:
+        out["targets"][f"bytes per run at run {last:,} <= 1.2x run {first:,}"] = (
+            growth[last]["bytes"] <= 1.2 * growth[first]["bytes"])
     return out
 
 
@@ -115,11 +178,22 @@ def render(r: dict) -> str:
     lines = ["| mode | chunks/s reached (whole run) | messages/s out (during stream) | messages total "
              "| kernel CPU µs/chunk |", "|---|--:|--:|--:|--:|"]
     for key, v in r.items():
-        if "/" not in key:
+        if "/" not in key or key == "session":
             continue
         lines.append(f"| {key} | {v['chunks_per_s']:,.0f} | {v['msgs_per_s']:.1f} | "
                      f"{v['msgs_total']:.0f} | {v['cpu_us_per_chunk']:.1f} |")
     lines.append(f"\nwidget cost per chunk (flat out, CPU): {r['widget_cpu_us_per_chunk']:.1f} µs")
+    session = r.get("session") or {}
+    runs = [k for k in session if isinstance(k, int)]
+    if runs:
+        lines += ["", f"| chat session (median of {WINDOW} runs from) | bytes sent during a run | messages "
+                      "| transcript entries |",
+                  "|---|--:|--:|--:|"]
+        for n in sorted(runs):
+            v = session[n]
+            lines.append(f"| run {n:,} | {v['bytes']:,.0f} | {v['messages']:.0f} | {v['entries']:,.0f} |")
+        lines.append(f"\nstatic HTML copy in the output at the end: {session['static_copy_bytes']:,} bytes "
+                     f"(republished once the chat is quiet, not per run); to_html(): {session['to_html_bytes']:,} bytes")
     for name, met in r["targets"].items():
         lines.append(f"- {name}: {'met' if met else 'NOT met'}")
     return "\n".join(lines) + "\n"
@@ -131,6 +205,7 @@ def main() -> None:
     p.add_argument("--chunks", type=int, default=10_000)
     p.add_argument("--rate", type=int, default=TARGET_RATE)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--runs", type=int, default=1000, help="runs in the session-growth measurement")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     try:

@@ -1,7 +1,9 @@
 """The hook registry behind ``runtime.hooks``: decorators for notebook functions.
 
 Re-running a notebook cell re-registers its hook under the same name, which replaces
-the hook in place instead of adding a twin.
+the hook in place instead of adding a twin. Names are per slot (DESIGN §5): a
+``guard`` in ``before_tool_call`` and a ``guard`` in ``after_tool_call`` are two hooks,
+and re-registering one of them replaces only that one.
 
 Example:
     >>> hooks = HookRegistry()
@@ -14,9 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..domain import invalid_argument
 from ..domain.threads import run_blocking
@@ -67,15 +70,24 @@ def _threaded(fn: Callable[[Any], Any]) -> SlotCallable:
     return threaded
 
 
+def _unique(entries: Iterable[HookEntry]) -> list[HookEntry]:
+    """``entries`` without repeats of the same object (a class hook stands under each slot)."""
+    return list({id(e): e for e in entries}.values())
+
+
 class HookRegistry:
     """Ordered hooks per slot, with one decorator per slot.
 
     Hooks run in ``order`` (lower first), then in registration order. Names are
-    unique: registering a name again replaces that hook where it stood.
+    unique per slot: registering a name again in a slot replaces that slot's hook of
+    the name where it stood. A class hook is one entry acting in several slots; a
+    function registered under its name in one of them takes that slot over and leaves
+    the class hook its other slots.
     """
 
     def __init__(self, hooks: Any = ()) -> None:
-        self._entries: dict[str, HookEntry] = {}
+        self._entries: dict[tuple[str, HookSlot], HookEntry] = {}
+        """``(name, slot) -> entry``; a class hook's entry stands under each of its slots."""
         self._seq = 0
         self._by_slot: dict[HookSlot, tuple[HookEntry, ...]] | None = None
         for hook in hooks:
@@ -127,15 +139,37 @@ class HookRegistry:
         return self._put(entry)
 
     def _put(self, entry: HookEntry) -> HookEntry:
-        old = self._entries.get(entry.name)
-        if old is not None:
-            entry.seq = old.seq  # replace in place: keep the old position
+        replaced: list[HookEntry] = []
+        for slot in entry.slots:
+            old = self._entries.get((entry.name, slot))
+            if old is not None and not any(old is r for r in replaced):
+                replaced.append(old)
+        if replaced:
+            entry.seq = min(old.seq for old in replaced)  # replace in place: keep the old position
+            for old in replaced:
+                self._drop_slots(old, entry.slots.keys())
         else:
             self._seq += 1
             entry.seq = self._seq
-        self._entries[entry.name] = entry
+        for slot in entry.slots:
+            self._entries[(entry.name, slot)] = entry
         self._by_slot = None
         return entry
+
+    def _drop_slots(self, entry: HookEntry, slots: Iterable[HookSlot]) -> None:
+        """Take ``slots`` away from ``entry``; what it keeps stays registered as a narrower entry."""
+        gone = set(slots)
+        for slot in entry.slots:
+            if self._entries.get((entry.name, slot)) is entry:
+                del self._entries[(entry.name, slot)]
+        kept = {s: fn for s, fn in entry.slots.items() if s not in gone}
+        if kept:
+            narrower = dataclasses.replace(entry, slots=kept,
+                                           direct={s: fn for s, fn in entry.direct.items() if s in kept})
+            narrower.seq = entry.seq
+            for slot in kept:
+                self._entries[(entry.name, slot)] = narrower
+        self._by_slot = None
 
     def _decorator(self, slot: HookSlot, fn: Callable | None, name: str | None, order: int,
                    fail_closed: bool, timeout: float | None) -> Any:
@@ -191,12 +225,28 @@ class HookRegistry:
 
     # -- inspection and removal -----------------------------------------------------
 
-    def remove(self, name: str) -> None:
-        """Unregister the hook called ``name``; an unknown name raises ``invalid_argument``."""
-        if name not in self._entries:
-            raise invalid_argument(f"no hook named {name!r}; registered: {', '.join(self._entries) or '(none)'}")
-        del self._entries[name]
-        self._by_slot = None
+    def remove(self, name: str, slot: HookSlot | str | None = None) -> None:
+        """Unregister the hooks called ``name`` (in every slot), or only its hook in ``slot``.
+
+        Raises:
+            ArkError: ``invalid_argument`` for an unknown name, or a name with no hook in ``slot``.
+        """
+        if slot is None:
+            entries = [e for (n, _), e in self._entries.items() if n == name]
+        else:
+            try:
+                slot = HookSlot(slot)
+            except ValueError:
+                raise invalid_argument(f"unknown hook slot {slot!r}; slots are: "
+                                       f"{', '.join(s.value for s in HookSlot)}") from None
+            entry = self._entries.get((name, slot))
+            entries = [entry] if entry is not None else []
+        if not entries:
+            where = f" in {slot.value}" if slot is not None else ""
+            raise invalid_argument(f"no hook named {name!r}{where}; registered: "
+                                   f"{self._listing() or '(none)'}")
+        for entry in _unique(entries):
+            self._drop_slots(entry, entry.slots.keys() if slot is None else (slot,))
 
     def clear(self) -> None:
         """Unregister every hook."""
@@ -207,23 +257,29 @@ class HookRegistry:
         """The hooks of ``slot`` in execution order (cached until the registry changes)."""
         by_slot = self._by_slot
         if by_slot is None:
-            ordered = sorted(self._entries.values(), key=lambda e: (e.order, e.seq))
+            ordered = self._ordered()
             by_slot = {s: tuple(e for e in ordered if s in e.slots) for s in _SLOTS}
             self._by_slot = by_slot
         return by_slot[slot]
 
+    def _ordered(self) -> list[HookEntry]:
+        return sorted(_unique(self._entries.values()), key=lambda e: (e.order, e.seq))
+
+    def _listing(self) -> str:
+        return ", ".join(f"{e.name} [{'/'.join(e.slot_names)}]" for e in self._ordered())
+
     def __iter__(self) -> Iterator[HookEntry]:
-        return iter(sorted(self._entries.values(), key=lambda e: (e.order, e.seq)))
+        return iter(self._ordered())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._ordered())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return any(n == name for n, _ in self._entries)
 
     def names(self) -> list[str]:
-        """Hook names in execution order."""
-        return [e.name for e in self]
+        """Hook names in execution order, each once (a name may stand in several slots)."""
+        return list(dict.fromkeys(e.name for e in self))
 
     def __repr__(self) -> str:
         listed = ", ".join(e.name + "[" + "/".join(e.slot_names) + "]" for e in self)

@@ -1,18 +1,47 @@
-"""What both widgets share: the bundled front end's location and the runtime hookup."""
+"""What both widgets share: the bundled front end, the runtime hookup, and their lifetime.
+
+A widget listens to its runtime's bus. The bus must never keep a widget alive, and
+a widget nobody can see must stop listening, or every re-run of a notebook cell
+leaves one more listener behind (500 re-runs, 500 listeners). Three things end a
+widget's listener, all through :class:`BusListener`:
+
+* ``widget.close()`` (and ``ipywidgets.Widget.close_all()``);
+* garbage collection: the bus holds the widget only through a weak reference, and a
+  finalizer unsubscribes when the widget goes;
+* a re-run of the cell that made it: :data:`CELLS` remembers which widgets each
+  cell's latest execution made (the cell id JupyterLab, VS Code and nbclient put in
+  the execute request) and closes those of an earlier execution when the cell makes
+  a new one. Outside a kernel, or with a front end that sends no cell id, nothing is
+  replaced.
+
+A widget class adopts all three by mixing in :class:`RuntimeWidget`, calling
+``self._listen(bus)`` in ``__init__`` and keeping its ``_on_event(event)`` method.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from ..domain import invalid_argument
 
-__all__ = ["STATIC", "check_events", "check_runtime", "detach", "spawn"]
+__all__ = ["CELLS", "STATIC", "BusListener", "CellWidgets", "RuntimeWidget", "bundle", "check_events",
+           "check_runtime", "detach", "kernel_cell", "spawn"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """Folder of the built front end (``js/`` is built into it; the wheel ships it)."""
+
+
+def bundle(name: str) -> str:
+    """The text of a built front-end file, for a widget's ``_esm``/``_css``.
+
+    Text rather than a path: anywidget watches a path for hot reload and connects every
+    instance to that watcher for good, so a widget given a path is never collected.
+    """
+    return (STATIC / name).read_text(encoding="utf-8")
 
 _log = logging.getLogger("arknb.widgets")
 
@@ -40,12 +69,172 @@ def check_events(events: Any, widget: str) -> list[Any]:
     return items
 
 
+# -- the bus listener -------------------------------------------------------------------
+
+class BusListener:
+    """``owner.<method>(event)`` for every event on ``bus``, holding ``owner`` weakly.
+
+    The subscription ends on :meth:`close` or when ``owner`` is garbage-collected,
+    whichever comes first (a ``weakref.finalize`` unsubscribes), so a runtime that
+    outlives its widgets does not keep them, or their listeners, alive.
+
+    Example:
+        >>> from arknb.events import EventBus
+        >>> class W:
+        ...     def on(self, event): pass
+        >>> bus, w = EventBus(), W()
+        >>> link = BusListener(bus, w, "on")
+        >>> bus.has_listeners("x"), link.active
+        (True, True)
+        >>> del w; bus.has_listeners("x")     # collected: the listener went with it
+        False
+    """
+
+    __slots__ = ("_finalizer", "__weakref__")
+
+    def __init__(self, bus: Any, owner: Any, method: str) -> None:
+        target = weakref.WeakMethod(getattr(owner, method))
+
+        def listener(event: Any) -> None:
+            bound = target()
+            if bound is not None:  # None only between collection and the finalizer
+                bound(event)
+
+        # The finalizer holds the unsubscribe function, never the owner.
+        self._finalizer = weakref.finalize(owner, bus.subscribe("*", listener))
+        self._finalizer.atexit = False
+
+    @property
+    def active(self) -> bool:
+        """True until closed or until the owner was collected."""
+        return self._finalizer.alive
+
+    def close(self) -> None:
+        """Unsubscribe now (idempotent)."""
+        self._finalizer()
+
+
+# -- one live set of widgets per notebook cell ---------------------------------------------
+
+def kernel_cell() -> tuple[str, str] | None:
+    """``(cell id, execution id)`` of the notebook cell running now, or None.
+
+    The cell id is what the front end sent in the execute request's metadata
+    (``cellId``); the execution id is that request's message id, so two executions
+    of one cell differ. None outside an IPython kernel or without a cell id.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+        return None
+    kernel = getattr(get_ipython(), "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        parent = get_parent() or {}
+    except Exception:  # an ipykernel without contextvar parents, or no request yet
+        return None
+    cell = (parent.get("metadata") or {}).get("cellId")
+    execution = (parent.get("header") or {}).get("msg_id")
+    if not cell or not execution:
+        return None
+    return str(cell), str(execution)
+
+
+class CellWidgets:
+    """The widgets each notebook cell's latest execution made.
+
+    :meth:`claim` records a new widget under the running cell; when the cell runs
+    again and makes a widget, the widgets of its earlier execution are closed (their
+    outputs were cleared by the re-run, so nobody can see them any more).
+
+    Args:
+        locate: returns ``(cell id, execution id)`` for the code running now, or None
+            (default: :func:`kernel_cell`). Tests inject their own.
+    """
+
+    def __init__(self, locate: Callable[[], tuple[str, str] | None] = kernel_cell) -> None:
+        self.locate = locate
+        self._by_cell: dict[str, tuple[str, list[weakref.ref]]] = {}
+
+    def claim(self, widget: Any) -> None:
+        """Record ``widget`` under the running cell; close what an earlier run of it made."""
+        where = self.locate()
+        if where is None:
+            return
+        cell, execution = where
+        entry = self._by_cell.get(cell)
+        if entry is not None and entry[0] != execution:
+            for ref in entry[1]:
+                old = ref()
+                if old is not None and old is not widget:
+                    try:
+                        old.close()
+                    except Exception:  # a widget that fails to close must not block the new one
+                        _log.debug("closing a replaced widget failed", exc_info=True)
+            entry = None
+        if entry is None:
+            entry = (execution, [])
+            self._by_cell[cell] = entry
+        entry[1].append(weakref.ref(widget))
+
+    def cells(self) -> dict[str, int]:
+        """How many live widgets each cell holds (for tests and diagnostics)."""
+        return {cell: sum(1 for r in refs if r() is not None) for cell, (_, refs) in self._by_cell.items()}
+
+
+CELLS = CellWidgets()
+"""The process-wide registry both widgets claim their cell in."""
+
+
+class RuntimeWidget:
+    """Mixin for an ``anywidget.AnyWidget`` that listens to a runtime's bus.
+
+    ``self._listen(bus)`` subscribes ``self._on_event`` weakly and claims the running
+    notebook cell; ``close()`` stops listening and flushing, then closes the widget.
+    Subclasses that batch with a ``Coalescer`` keep it in ``self._coalescer``.
+    """
+
+    _link: BusListener | None = None
+    _coalescer: Any = None
+
+    def _listen(self, bus: Any) -> None:
+        self._link = BusListener(bus, self, "_on_event")
+        CELLS.claim(self)
+
+    @property
+    def listening(self) -> bool:
+        """True while the widget receives its runtime's events."""
+        return self._link is not None and self._link.active
+
+    def _stop_listening(self) -> None:
+        if self._link is not None:
+            self._link.close()
+        if self._coalescer is not None:
+            self._coalescer.close()
+
+    def close(self) -> None:
+        """Stop listening to the runtime and close the widget (its views go too)."""
+        self._stop_listening()
+        super().close()  # type: ignore[misc]
+
+
 def detach(widget: Any) -> None:
-    """Stop a widget listening to its runtime's bus and flushing (what ``close`` does first)."""
-    if widget._unsubscribe is not None:
+    """Stop a widget listening to its runtime's bus and flushing (what ``close`` does first).
+
+    Kept for widgets that hold their own unsubscribe function in ``_unsubscribe``;
+    :class:`RuntimeWidget` does this itself.
+    """
+    if getattr(widget, "_unsubscribe", None) is not None:
         widget._unsubscribe()
         widget._unsubscribe = None
-    widget._coalescer.close()
+    link = getattr(widget, "_link", None)
+    if link is not None:
+        link.close()
+    coalescer = getattr(widget, "_coalescer", None)
+    if coalescer is not None:
+        coalescer.close()
 
 
 def spawn(coro: Awaitable[Any], tasks: set[asyncio.Future], on_error: Callable[[BaseException], None]) -> None:

@@ -11,8 +11,12 @@ Kernel -> browser (custom messages):
   ``start``/``end`` count code points since the entry began, so a view that missed a
   delta sees a gap (``start`` past its own length) and asks for a ``hello`` resync,
   and a repeated delta (``end`` not past its length) is skipped.
-* ``events``: ``{"type": "events", "start": n, "events": [...]}`` (timeline): event
-  dicts ``n, n+1, ...`` of the widget's log; the same offset rule applies.
+* ``events``: ``{"type": "events", "start": n, "first": f, "events": [...]}`` plus
+  binary buffers (timeline): the events at positions ``n, n+1, ...`` of the widget's
+  log, event dicts or packs of chunks (``_timeline_wire``); ``f`` is the oldest
+  position the kernel still keeps. Flags: ``reset`` (replace the view's events),
+  ``older`` (an answer to ``older``: prepend), ``exhausted`` (nothing older exists),
+  ``error``; ``to`` names the one view (its ``token``) an answer is for.
 * ``action_result``: ``{"type": "action_result", "action", "request_id", "ok",
   "error", "approval_id"?}`` answers one browser action.
 
@@ -23,7 +27,11 @@ Browser -> kernel (typed actions):
   ``{"type": "suspend"}``, ``{"type": "resume"}``: user actions (each may carry a
   ``request_id`` that the ``action_result`` echoes).
 * ``{"type": "hello", "have": n}``: a view came up (or found a gap); the kernel
-  answers with a fresh snapshot trait (chat) or the events from ``have`` on (timeline).
+  answers with a fresh snapshot trait (chat) or the events from ``have`` on (timeline;
+  ``have`` null or out of reach: the newest page, with ``reset``).
+* ``{"type": "older", "before": n, "before_sequence": s, "limit": k, "token"}``
+  (timeline): up to ``k`` events before position ``n`` (from the kernel, else from
+  its page source, older than sequence ``s``).
 """
 
 from __future__ import annotations
@@ -49,5 +57,6 @@ class Action:
     SUSPEND = "suspend"
     RESUME = "resume"
     HELLO = "hello"
+    OLDER = "older"
 
     USER_ACTIONS: frozenset[str] = frozenset({SEND, APPROVE, DENY, STOP, SUSPEND, RESUME})

@@ -12,16 +12,16 @@ renders), each with a stable ``id`` and a ``kind``:
 * ``hook``: ``slot``, ``hook``, ``action``, ``reason``, ``before``, ``after``, ``count``
 * ``notice``: ``level`` (info, warn, error), ``text``
 
-Streamed text is kept apart from the entries while it arrives: ``chunk`` appends to
-a list (the per-chunk cost of a widget), :meth:`take_ops` turns what arrived since
-the last call into offset-stamped delta operations, and :meth:`snapshot` folds
-everything into a fresh copy of the entries. See ``_protocol`` for the offsets.
+Every change goes through the transcript's :class:`~._chat_ops.ChangeLog`, so after
+the first snapshot the widget sends only what changed (:meth:`Transcript.take_ops`);
+:meth:`Transcript.snapshot` gives a fresh copy of everything for a view that (re)opens.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ._chat_ops import ChangeLog, Stream
 from ._payload import call_fields, error_text, jsonable, message_fields, result_fields
 
 __all__ = ["Transcript"]
@@ -32,71 +32,65 @@ _TERMINAL_STATUS = {
 }
 
 
-class _Stream:
-    """One streamed field of one entry: ``text`` has been sent, ``parts`` not yet."""
-
-    __slots__ = ("entry", "field", "parts", "text", "dirty")
-
-    def __init__(self, entry: dict[str, Any], field: str) -> None:
-        self.entry = entry
-        self.field = field
-        self.parts: list[str] = []
-        self.text: str = entry.get(field, "")
-        self.dirty = False
-
-    def settle(self) -> str:
-        if self.parts:
-            self.text += "".join(self.parts)
-            self.parts.clear()
-        self.entry[self.field] = self.text
-        return self.text
-
-
 class Transcript:
     """The chat transcript, built from events (and optionally a restored history).
 
     Example:
         >>> t = Transcript()
         >>> _ = t.apply({"type": "agent.started", "run_id": "r1", "payload": {"input": ["hi"]}})
+        >>> _ = t.take_ops()                                  # the user entry
         >>> _ = t.apply({"type": "llm.before", "run_id": "r1", "payload": {"turn": 1}})
         >>> t.chunk("text", "Hel"); t.chunk("text", "lo")
-        >>> t.take_ops()
-        [['text', 'e2', 0, 5, 'Hello']]
+        >>> t.take_ops()[-1]
+        ['text', 'e2', 0, 5, 'Hello']
     """
 
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
         self._by_id: dict[str, dict[str, Any]] = {}
-        self._streams: dict[str, _Stream] = {}
-        self._dirty: list[_Stream] = []
+        self._streams: dict[str, Stream] = {}
         self._current: dict[str, Any] | None = None
         self._counter = 0
+        self._open_tools: dict[str, dict[str, Any]] = {}  # cards whose call has not finished
+        self.log = ChangeLog()
+        """What changed since the last :meth:`take_ops` or :meth:`snapshot`."""
         self.status = "idle"
         self.run_id = ""
         self.approvals: dict[str, dict[str, Any]] = {}
         """Approval items seen in events, by approval id (``decision`` updated as decided)."""
-        self.rev = 0
-        self.needs_snapshot = False
-        """True when entries changed in a way deltas cannot express."""
 
     # -- building -----------------------------------------------------------------
 
     @classmethod
     def from_history(cls, history: Iterable[Any], pending_batch: Any = None) -> Transcript:
-        """A transcript of a saved history (system messages skipped), plus the assistant
-        message of a pending approval batch with its deferred calls marked."""
+        """A transcript of a saved history (system messages skipped), plus the pending
+        approval batch's deferred calls marked as awaiting approval.
+
+        The batch's model message is already the last message of the history (the
+        runtime appends it before it freezes the batch); it is added only when missing.
+        """
         t = cls()
         for message in history:
             t._add_message(message_fields(message), run_id="")
         if pending_batch is not None:
             batch = pending_batch if isinstance(pending_batch, Mapping) else _dump(pending_batch)
             if batch.get("model_message") is not None:
-                t._add_message(message_fields(batch["model_message"]), run_id=str(batch.get("run_id") or ""))
+                m = message_fields(batch["model_message"])
+                if not t._holds(m):
+                    t._add_message(m, run_id=str(batch.get("run_id") or ""))
             for item in batch.get("items") or ():
                 t._note_approval(item)
             t.status = "awaiting_approval" if any(
                 a["decision"] == "pending" for a in t.approvals.values()) else t.status
+        t.log.clear([])
         return t
+
+    def _holds(self, m: dict[str, Any]) -> bool:
+        """True when assistant message ``m`` is already in the transcript."""
+        if m["tool_calls"]:
+            return all(f"tool:{c['id']}" in self._by_id for c in m["tool_calls"])
+        last = next((e for e in reversed(self.entries) if e["kind"] == "assistant"), None)
+        return last is not None and last["text"] == m["text"]
 
     def _add_message(self, m: dict[str, Any], run_id: str) -> None:
         role = m["role"]
@@ -109,7 +103,7 @@ class Transcript:
         elif role == "tool":
             card = self._by_id.get(f"tool:{m['tool_call_id']}")
             if card is not None:
-                card.update(result=m["text"], is_error=m["is_error"], status="error" if m["is_error"] else "done")
+                self._card(card, result=m["text"], is_error=m["is_error"], status="error" if m["is_error"] else "done")
 
     def _add(self, kind: str, entry_id: str | None = None, **fields: Any) -> dict[str, Any]:
         if entry_id is None:
@@ -118,8 +112,16 @@ class Transcript:
         entry = {"id": entry_id, "kind": kind, **fields}
         self.entries.append(entry)
         self._by_id[entry_id] = entry
-        self.needs_snapshot = True
+        self.log.added(entry)
         return entry
+
+    def _set(self, entry: dict[str, Any], **fields: Any) -> None:
+        """Change fields of an entry (only those that really change are sent)."""
+        changed = [name for name, value in fields.items() if name not in entry or entry[name] != value]
+        if changed:
+            for name in changed:
+                entry[name] = fields[name]
+            self.log.touched(entry, changed)
 
     def _tool(self, call: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
         call = call if "arguments" in call else call_fields(call)
@@ -128,11 +130,16 @@ class Transcript:
         if card is None:
             card = self._add("tool", entry_id, call_id=call["id"], name=call["name"], arguments=call["arguments"],
                              status="requested", result=None, is_error=False, duration_ms=None, reason=None)
-        else:
-            card["name"], card["arguments"] = call["name"], call["arguments"]
-        card.update(fields)
-        self.needs_snapshot = True
+        self._card(card, name=call["name"], arguments=call["arguments"], **fields)
         return card
+
+    def _card(self, card: dict[str, Any], **fields: Any) -> None:
+        """Change a tool card, keeping the set of cards whose call is still open."""
+        self._set(card, **fields)
+        if card["status"] in _OPEN_TOOL_STATUS:
+            self._open_tools[card["id"]] = card
+        else:
+            self._open_tools.pop(card["id"], None)
 
     def _notice(self, level: str, text: str) -> None:
         self._add("notice", level=level, text=text)
@@ -144,51 +151,41 @@ class Transcript:
         stream = self._streams.get(kind)
         if stream is None:
             stream = self._open_stream(kind)
-        stream.parts.append(text)
-        if not stream.dirty:
-            stream.dirty = True
-            self._dirty.append(stream)
+        self.log.chunk(stream, text)
 
-    def _open_stream(self, kind: str) -> _Stream:
+    def _open_stream(self, kind: str) -> Stream:
         if self._current is None:
             self._current = self._add("assistant", text="", reasoning="", streaming=True, run_id=self.run_id)
         field = "reasoning" if kind == "reasoning" else "text"
-        stream = _Stream(self._current, field)
+        stream = Stream(self._current, field)
         self._streams[kind] = stream
         return stream
 
     def take_ops(self) -> list[list[Any]]:
-        """Delta operations for everything streamed since the last call (or snapshot)."""
-        ops: list[list[Any]] = []
-        for stream in self._dirty:
-            stream.dirty = False
-            if not stream.parts:
-                continue
-            piece = "".join(stream.parts)
-            stream.parts.clear()
-            start = len(stream.text)
-            stream.text += piece
-            ops.append([stream.field, stream.entry["id"], start, start + len(piece), piece])
-        self._dirty.clear()
-        return ops
+        """The operations for everything that changed since the last call (or snapshot)."""
+        return self.log.take()
 
     def snapshot(self) -> dict[str, Any]:
-        """A fresh JSON-ready copy of the whole transcript; pending stream text included."""
+        """A fresh JSON-ready copy of the whole transcript (pending stream text included);
+        what was queued for sending is dropped, the snapshot carries it."""
+        self.log.clear(list(self._streams.values()))
+        return {"status": self.status, "entries": [dict(e) for e in self.entries]}
+
+    def current_entries(self) -> list[dict[str, Any]]:
+        """Copies of the entries as they stand now, text still streaming included."""
+        out = [dict(e) for e in self.entries]
         for stream in self._streams.values():
-            stream.settle()
-            stream.dirty = False
-        self._dirty.clear()
-        self.needs_snapshot = False
-        self.rev += 1
-        return {"rev": self.rev, "status": self.status, "entries": [dict(e) for e in self.entries]}
+            # The streaming entry is at (or very near) the end.
+            i = next(i for i in range(len(self.entries) - 1, -1, -1) if self.entries[i] is stream.entry)
+            out[i][stream.field] = stream.text + "".join(stream.parts)
+        return out
 
     def _close_streams(self) -> None:
         for stream in self._streams.values():
-            stream.settle()
+            self.log.settle(stream)
         self._streams.clear()
-        self._dirty = [s for s in self._dirty if s in self._streams.values()]
         if self._current is not None:
-            self._current["streaming"] = False
+            self._set(self._current, streaming=False)
         self._current = None
 
     # -- events ---------------------------------------------------------------------
@@ -211,7 +208,6 @@ class Transcript:
             return False
         if run_id:
             self.run_id = str(run_id)
-        self.needs_snapshot = True
         return handler(self, payload) is not False
 
     def _on_started(self, p: Mapping[str, Any]) -> None:
@@ -239,9 +235,9 @@ class Transcript:
         if current is None:
             current = self._add("assistant", text="", reasoning="", streaming=False, run_id=self.run_id)
         # The post-hook message is the truth (DESIGN §5); it replaces what streamed.
-        current["text"] = m["text"]
+        self._set(current, text=m["text"])
         if m["reasoning"] or not current.get("reasoning"):
-            current["reasoning"] = m["reasoning"]
+            self._set(current, reasoning=m["reasoning"])
         for call in m["tool_calls"]:
             self._tool(call, status="requested")
 
@@ -279,17 +275,19 @@ class Transcript:
             self._note_approval(item)
 
     def _on_approval_decided(self, p: Mapping[str, Any]) -> None:
-        aid = str(p.get("approval_id") or "")
-        decision = str(p.get("decision") or "")
-        approval = self.approvals.get(aid)
-        if approval is None:
+        self.decided(str(p.get("approval_id") or ""), str(p.get("decision") or ""), p.get("deny_reason"))
+
+    def decided(self, approval_id: str, decision: str, deny_reason: Any = None) -> None:
+        """Record a decision (from an event, or one the runtime reported as already made)."""
+        approval = self.approvals.get(approval_id)
+        if approval is None or decision not in _DECIDED_STATUS:
             return
-        approval["decision"], approval["deny_reason"] = decision, p.get("deny_reason")
+        approval["decision"], approval["deny_reason"] = decision, deny_reason
         card = self._by_id.get(f"tool:{approval['call_id']}")
         if card is not None and card["status"] == "awaiting_approval":
-            card["status"] = _DECIDED_STATUS.get(decision, card["status"])
+            self._card(card, status=_DECIDED_STATUS[decision])
             if decision == "denied":
-                card["reason"] = p.get("deny_reason")
+                self._set(card, reason=deny_reason)
 
     def _on_hook_decision(self, p: Mapping[str, Any]) -> bool:
         slot, hook, action = str(p.get("slot") or ""), str(p.get("hook") or ""), str(p.get("action") or "")
@@ -297,9 +295,8 @@ class Transcript:
         # A chunk hook decides once per chunk: one line with a count, not hundreds.
         if (last is not None and last["kind"] == "hook" and last["slot"] == slot == "on_model_chunk"
                 and last["hook"] == hook and last["action"] == action):
-            last["count"] += 1
-            last["after"] = _joined(last["after"], jsonable(p.get("after")))
-            last["before"] = _joined(last["before"], jsonable(p.get("before")))
+            self._set(last, count=last["count"] + 1, after=_joined(last["after"], jsonable(p.get("after"))),
+                      before=_joined(last["before"], jsonable(p.get("before"))))
             return False
         if self._current is not None and slot != "on_model_chunk":
             self._close_streams()
@@ -344,15 +341,14 @@ class Transcript:
         for approval in self.approvals.values():
             if approval["decision"] == "pending":
                 approval["decision"] = "cancelled"
-        for entry in self.entries:
-            if entry["kind"] == "tool" and entry["status"] in _OPEN_TOOL_STATUS:
+        for entry in list(self._open_tools.values()):
+            if entry["status"] in _OPEN_TOOL_STATUS:
                 interrupted = entry["status"] == "running"
-                entry["status"] = "interrupted" if interrupted else "not_executed"
+                self._card(entry, status="interrupted" if interrupted else "not_executed")
                 if entry["result"] is None:
-                    entry["is_error"] = True
-                    entry["result"] = (f"interrupted: the run ended {self.status}" if interrupted
-                                       else f"not executed: the run ended {self.status}")
-                self.needs_snapshot = True
+                    self._set(entry, is_error=True, result=(
+                        f"interrupted: the run ended {self.status}" if interrupted
+                        else f"not executed: the run ended {self.status}"))
 
 
 _DECIDED_STATUS = {"approved": "approved", "denied": "denied"}

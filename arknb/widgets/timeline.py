@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any, Callable
@@ -9,35 +10,86 @@ from typing import Any, Callable
 import anywidget
 import traitlets
 
-from ._base import STATIC, check_events, detach
+from ..domain import invalid_argument
+from ._base import STATIC, check_events, detach, spawn
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
-from ._payload import jsonable
 from ._protocol import Action, Msg
+from ._static_html import StaticTwin, new_static_id
+from ._timeline_html import render as _render_html
+from ._timeline_model import RUN_END
 from ._timeline_model import rows as _rows
 from ._timeline_model import spans as _spans
+from ._timeline_store import EventLog, EventPages, ForwardPages, event_sequence
+from ._timeline_wire import CHUNK, encode, event_dict
 
 __all__ = ["TimelineWidget"]
 
-_BATCH = 2000
-"""Most events per ``events`` message when a view catches up."""
+DEFAULT_MAX_EVENTS = 10_000
+DEFAULT_PAGE_SIZE = 2_000
+DEFAULT_MAX_VIEW_EVENTS = 100_000
+_MESSAGE_EVENTS = 5_000
+"""Most events per ``events`` message (a pack of chunks counts each chunk)."""
+
+
+def _positive(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise invalid_argument(f"TimelineWidget {name} must be a positive int, got {value!r}")
+    return value
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _store_pages(runtime: Any) -> EventPages | None:
+    """The runtime's store as a page source, when it can read its event outbox (DESIGN §13)."""
+    storage = getattr(runtime, "storage", None)
+    read = getattr(storage, "read_events", None)
+    session_id = getattr(runtime, "session_id", None)
+    if not callable(read) or not isinstance(session_id, str):
+        return None
+    return ForwardPages(lambda *, after_sequence, limit: read(session_id, after_sequence=after_sequence,
+                                                                 limit=limit))
+
+
+def _light(event: Any) -> Any:
+    """An event as a dict for the static HTML: chunks are not made JSON-safe (only
+    their text is read), so a refresh over many chunks stays cheap."""
+    if isinstance(event, dict) or getattr(event, "type", None) != CHUNK:
+        return event_dict(event)
+    return {"type": CHUNK, "run_id": event.run_id, "sequence": event.sequence, "timestamp": event.timestamp,
+            "payload": event.payload}
 
 
 class TimelineWidget(anywidget.AnyWidget):
-    """A trace view: one row per event, model and tool calls as waterfall spans,
-    filters by type and run, text search, a payload detail pane with the
-    before/after diff of ``hook.decision``, and JSONL export.
+    """A trace view: one row per event (status-coloured, one-line summaries), runs,
+    turns, model calls and tool calls as nested waterfall spans, totals per run,
+    filters by type, run and span, text search, a detail pane with structured
+    before/after diffs of hook decisions, and JSONL export.
 
-    Live on a runtime, events are batched like the chat's deltas (about one message
-    per 33 ms, at once on structural events). The event log is kept in the kernel and
-    sent as offset-stamped batches; a new view says ``hello`` and gets what it lacks.
+    Built for long sessions: the kernel keeps the newest ``max_events`` events (older
+    pages come back on demand from ``pages``, or from the runtime's store when it
+    keeps an event outbox); the browser renders only the rows on screen and folds
+    updates in once per animation frame, so 100,000 events stay scrollable,
+    filterable and searchable. Live on a runtime, events leave the kernel in batches
+    (about one message per 33 ms while a model streams, at once on structural
+    events); streamed chunks travel packed. The cell's output also carries a static
+    HTML summary that is kept current, so a saved notebook reads without a kernel.
 
     Args:
-        source: an ``AgentRuntime`` (live) or an iterable of ``AgentEvent``/dicts.
+        source: an ``AgentRuntime`` (live) or an iterable of ``AgentEvent``/dicts
+            (a recorded trace, kept whole, read-only).
+        max_events: events kept in the kernel (live); the rest is forgotten (or in ``pages``).
+        page_size: events a view gets when it opens, and per "older events" click.
+        max_view_events: events a browser view holds at most (it drops the oldest).
+        pages: where older events come from (:class:`~arknb.widgets._timeline_store.EventPages`).
+        static_html: also display the static companion (default True).
         interval, clock, call_later: batching (see ChatWidget).
 
     Example:
-        >>> TimelineWidget(runtime)                 # doctest: +SKIP
+        >>> TimelineWidget(runtime)                         # doctest: +SKIP
         >>> TimelineWidget(events).to_jsonl("trace.jsonl")  # doctest: +SKIP
+        >>> html = TimelineWidget(events).to_html()         # doctest: +SKIP
     """
 
     _esm = STATIC / "timeline.js"
@@ -45,71 +97,211 @@ class TimelineWidget(anywidget.AnyWidget):
 
     read_only = traitlets.Bool(False).tag(sync=True)
     """True when built from recorded events (no live updates)."""
+    page_size = traitlets.Int(DEFAULT_PAGE_SIZE).tag(sync=True)
+    max_view_events = traitlets.Int(DEFAULT_MAX_VIEW_EVENTS).tag(sync=True)
+    paged = traitlets.Bool(False).tag(sync=True)
+    """True when events older than the kernel keeps can be fetched from a page source."""
+    session_id = traitlets.Unicode("").tag(sync=True)
+    static_id = traitlets.Unicode("").tag(sync=True)
+    """Ties the view to its static HTML companion (the view hides it while live)."""
 
-    def __init__(self, source: Any = None, *, interval: float = DEFAULT_INTERVAL,
+    def __init__(self, source: Any = None, *, max_events: int = DEFAULT_MAX_EVENTS,
+                 page_size: int = DEFAULT_PAGE_SIZE, max_view_events: int = DEFAULT_MAX_VIEW_EVENTS,
+                 pages: EventPages | None = None, static_html: bool = True, interval: float = DEFAULT_INTERVAL,
                  clock: Callable[[], float] | None = None, call_later: Callable[..., Any] | None = None,
                  **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._log: list[Any] = []
-        self._sent = 0
-        self._unsubscribe: Callable[[], None] | None = None
-        self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
+        _positive("page_size", page_size)
+        _positive("max_view_events", max_view_events)
+        if pages is not None and not isinstance(pages, EventPages):
+            raise invalid_argument(f"TimelineWidget pages must have an async read_before(before_sequence, limit), "
+                                   f"got {type(pages).__name__}")
         bus = getattr(source, "bus", None)
-        if bus is not None:
-            self._unsubscribe = bus.subscribe("*", self._on_event)
+        live = bus is not None
+        if live:
+            _positive("max_events", max_events)
+            pages = pages if pages is not None else _store_pages(source)
         else:
-            self._log.extend(check_events(source or (), "TimelineWidget"))
-            self.read_only = True
+            recorded = check_events(source or (), "TimelineWidget")
+        # Traits go in with the constructor: the front end's initialize() sees only the
+        # state the widget was opened with.
+        super().__init__(read_only=not live, page_size=page_size, max_view_events=max_view_events,
+                         paged=pages is not None, static_id=new_static_id(),
+                         session_id=str(getattr(source, "session_id", "") or "") if live else "", **kwargs)
+        self._tasks: set[asyncio.Future] = set()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._streaming = False
+        self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
+        self._pages = pages
+        if live:
+            self._log = EventLog(max_events)
+            self._unsubscribe = bus.subscribe("*", self._listener())
+        else:
+            self._log = EventLog(None)  # the caller holds the trace already: keep it whole
+            self._log.extend(recorded)
+        self._sent = self._log.next
+        self._twin = StaticTwin(self, self.to_html, enabled=static_html, clock=clock, call_later=call_later)
         self.on_msg(self._on_msg)
+
+    # -- reading --------------------------------------------------------------------
 
     @property
     def events(self) -> list[dict[str, Any]]:
-        """Every event so far, as JSON-ready dicts."""
-        return [_as_dict(e) for e in self._log]
+        """The events the kernel keeps (the newest ``max_events``), as JSON-ready dicts."""
+        return [event_dict(e) for e in self._log.kept()]
+
+    @property
+    def forgotten(self) -> int:
+        """How many events arrived but are no longer kept (``max_events`` was reached)."""
+        return self._log.first
 
     def rows(self) -> list[dict[str, Any]]:
-        """One row per event (index, sequence, type, run_id, relative t, summary)."""
+        """One row per kept event (index, sequence, type, run_id, relative t, summary, status)."""
         return _rows(self.events)
 
     def spans(self) -> list[dict[str, Any]]:
-        """Run, model-call and tool-call spans for the waterfall."""
+        """Nested run, turn, model-call and tool-call spans of the kept events."""
         return _spans(self.events)
 
     def to_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Write every event as one JSON line to ``path``; returns how many."""
+        """Write every kept event as one JSON line to ``path``; returns how many."""
         events = self.events
         with open(path, "w", encoding="utf-8") as f:
             for event in events:
                 f.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
         return len(events)
 
+    def to_html(self) -> str:
+        """A static HTML summary of the timeline (totals per run, nested spans with
+        durations, hook decisions, the latest rows), every value escaped; what the
+        notebook shows where no kernel runs."""
+        return _render_html([_light(e) for e in self._log.kept()], self.static_id, older=self.forgotten)
+
+    def _ipython_display_(self) -> None:
+        self._twin.display()
+
+    # -- kernel -> browser ------------------------------------------------------------
+
+    def _listener(self) -> Callable[[Any], None]:
+        """The bus listener (it only observes). The hot path for a chunk is one list
+        append: a closure over locals, no attribute lookups, no per-chunk timer call
+        (a timer flushes while a model streams, see ``_structural``)."""
+        append = self._log.append
+        structural = self._structural
+
+        def on_event(event: Any, _chunk: str = CHUNK) -> None:
+            append(event)
+            if event.type != _chunk:
+                structural(event.type)
+
+        return on_event
+
     def _on_event(self, event: Any) -> None:
-        self._log.append(event)  # converted to a dict only when flushed
-        if event.type == "llm.chunk":
-            self._coalescer.delta()
-        else:
-            self._coalescer.structural()
+        """Take one event as the bus listener does (tests, replays)."""
+        self._log.append(event)
+        if event.type != CHUNK:
+            self._structural(event.type)
+
+    def _structural(self, etype: str) -> None:
+        if etype == "llm.before":
+            self._streaming = True  # chunks follow: flush on a timer until llm.after
+        elif etype == "llm.after" or etype in RUN_END:
+            self._streaming = False
+        self._coalescer.structural()
+        self._twin.changed(settled=etype in RUN_END)
 
     def _flush(self) -> None:
-        self._send_from(self._sent)
+        if self._sent < self._log.next:
+            self._send_range(max(self._sent, self._log.first), self._log.next)
+            self._sent = self._log.next
+        self._log.trim()
+        if self._streaming:
+            self._coalescer.delta()  # next tick while the model streams
 
-    def _send_from(self, start: int) -> None:
-        end = len(self._log)
-        start = max(0, min(start, end))
-        while start < end:
-            stop = min(end, start + _BATCH)
-            self.send({"type": Msg.EVENTS, "start": start, "events": [_as_dict(e) for e in self._log[start:stop]]})
-            start = stop
-        self._sent = max(self._sent, end)
+    def _first_after_trim(self) -> int:
+        cap = self._log.max_events
+        return self._log.first if cap is None else max(self._log.first, self._log.next - cap)
+
+    def _send_range(self, start: int, stop: int, *, reset: bool = False, to: str | None = None) -> None:
+        """Events at ``[start, stop)`` in append order (the first message may reset the view)."""
+        first = self._first_after_trim()
+        events = self._log.slice(start, stop)
+        if not events:
+            if reset:
+                self._send_events(start, [], first, reset=True, to=to)
+            return
+        for offset in range(0, len(events), _MESSAGE_EVENTS):
+            flags = {"reset": True} if reset and offset == 0 else {}
+            self._send_events(start + offset, events[offset:offset + _MESSAGE_EVENTS], first, to=to, **flags)
+
+    def _send_older(self, start: int, events: list[Any], *, exhausted: bool, to: str | None) -> None:
+        """An older page in prepend order: newest slice first, so each message joins the view."""
+        first = self._first_after_trim()
+        offsets = list(range(0, len(events), _MESSAGE_EVENTS)) or [0]
+        for offset in reversed(offsets):
+            flags = {"exhausted": exhausted} if offset == offsets[0] else {}
+            self._send_events(start + offset, events[offset:offset + _MESSAGE_EVENTS], first, older=True, to=to, **flags)
+
+    def _send_events(self, start: int, events: list[Any], first: int, *, to: str | None = None, **flags: Any) -> None:
+        items, buffers = encode(events)
+        message = {"type": Msg.EVENTS, "start": start, "first": first, "events": items, **flags}
+        if to is not None:
+            message["to"] = to  # an answer to one view: the others ignore it
+        self.send(message, buffers or None)
+
+    # -- browser -> kernel ------------------------------------------------------------
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any = None) -> None:
-        if isinstance(content, dict) and content.get("type") == Action.HELLO:
-            have = content.get("have")
-            self._send_from(int(have) if isinstance(have, int) else 0)
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        token = content.get("token") if isinstance(content.get("token"), str) else None
+        if kind == Action.HELLO:
+            self._hello(_int(content.get("have")), token)
+        elif kind == Action.OLDER:
+            before = _int(content.get("before"))
+            if before is not None:
+                self._older(before, _int(content.get("before_sequence")), _int(content.get("limit")), token)
+
+    def _hello(self, have: int | None, token: str | None) -> None:
+        if self._sent < self._log.next:
+            self._coalescer.flush_now()  # what is pending goes to every view first, in order
+        first, end = self._log.first, self._log.next
+        if have is not None and first <= have <= end:
+            self._send_range(have, end, to=token)  # the view missed messages: fill the gap
+        else:
+            self._send_range(max(first, end - self.page_size), end, reset=True, to=token)
+
+    def _older(self, before: int, before_sequence: int | None, limit: int | None, token: str | None) -> None:
+        limit = min(limit if limit is not None and limit > 0 else self.page_size, 50 * self.page_size)
+        first = self._log.first
+        if before > first:
+            start = max(first, before - limit)
+            self._send_older(start, self._log.slice(start, before),
+                             exhausted=start == first and self._pages is None, to=token)
+        elif self._pages is None:
+            self._send_older(before, [], exhausted=True, to=token)
+        else:
+            spawn(self._older_from_pages(before, before_sequence, limit, token), self._tasks,
+                  self._older_failed(before, token))
+
+    async def _older_from_pages(self, before: int, before_sequence: int | None, limit: int,
+                                token: str | None) -> None:
+        page = sorted(await self._pages.read_before(before_sequence, limit), key=event_sequence)
+        self._send_older(before - len(page), page, exhausted=len(page) < limit, to=token)
+
+    def _older_failed(self, before: int, token: str | None) -> Callable[[BaseException], None]:
+        def report(exc: BaseException) -> None:
+            self._send_events(before, [], self._log.first, older=True, to=token,
+                       error=f"could not read older events: {type(exc).__name__}: {exc}")
+        return report
 
     def close(self) -> None:
-        """Stop listening to the runtime and close the widget."""
-        detach(self)
+        """Stop listening to the runtime, refresh the static companion, close the widget."""
+        if hasattr(self, "_twin"):  # ipywidgets also calls close() from __del__, maybe mid-__init__
+            detach(self)
+            for task in list(self._tasks):
+                task.cancel()
+            self._twin.close()
         super().close()
 
     @classmethod
@@ -119,10 +311,3 @@ class TimelineWidget(anywidget.AnyWidget):
         from .compare import TraceCompareWidget
 
         return TraceCompareWidget(expected_events, actual_events, **options)
-
-
-def _as_dict(event: Any) -> dict[str, Any]:
-    if isinstance(event, dict):
-        return jsonable(event)
-    to_dict = getattr(event, "to_dict", None)
-    return jsonable(to_dict() if callable(to_dict) else event)

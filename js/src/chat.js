@@ -1,77 +1,27 @@
-// ChatWidget front end (arknb/widgets/chat.py). State: the `transcript`, `approvals`,
-// `status`, `read_only` and `error` traits, plus batched `delta` messages folded in
-// once per animation frame. Actions go back as typed messages (see _protocol.py).
-import { Action, Msg } from "./lib/protocol.js";
-import { applyOp } from "./lib/stream.js";
-import { h, frameScheduler, prettyJson, setChildren } from "./lib/dom.js";
+// ChatWidget front end (arknb/widgets/chat.py). State: the `_snapshot`, `approvals`,
+// `status`, `read_only`, `error`, `detached`, `input_block` and `suspending` traits, plus
+// numbered `delta` messages folded in once per animation frame (chat_store.js).
+// Actions go back as typed messages (see _protocol.py).
+import { Action } from "./lib/protocol.js";
+import { h, prettyJson, setChildren } from "./lib/dom.js";
 import { renderMarkdown } from "./lib/markdown.js";
 import { diffView } from "./lib/diff.js";
+import { hideStaticTwin } from "./lib/static_twin.js";
+import { storeFor } from "./chat_store.js";
 
-const stores = new WeakMap();
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
-
-/** One per model: the transcript as this page knows it, shared by all its views. */
-function storeFor(model) {
-  let store = stores.get(model);
-  if (store) return store;
-  store = {
-    entries: [], byId: new Map(), lengths: new Map(), queue: [], snapshotPending: true,
-    helloSent: false, views: new Set(), results: new Set(), nextRequest: 1,
-  };
-  const flush = () => {
-    const changed = new Set();
-    let reset = false;
-    if (store.snapshotPending) {
-      store.snapshotPending = false;
-      store.helloSent = false;
-      const snap = model.get("transcript") || {};
-      store.entries = (snap.entries || []).map((e) => ({ ...e }));
-      store.byId = new Map(store.entries.map((e) => [e.id, e]));
-      store.lengths = new Map();
-      reset = true;
-    }
-    const ops = store.queue;
-    store.queue = [];
-    for (const op of ops) {
-      const outcome = applyOp(store.byId, store.lengths, op);
-      if (outcome === "applied") changed.add(op[1]);
-      else if (outcome === "gap" && !store.helloSent) {
-        // We missed part of the stream (a fresh tab, a late view): ask for a snapshot.
-        store.helloSent = true;
-        model.send({ type: Action.HELLO });
-      }
-    }
-    for (const view of store.views) view.update(reset, changed);
-  };
-  store.schedule = frameScheduler(flush);
-  store.flushNow = flush;
-  model.on("change:transcript", () => { store.snapshotPending = true; store.schedule(); });
-  model.on("msg:custom", (msg) => {
-    if (!msg || typeof msg !== "object") return;
-    if (msg.type === Msg.DELTA && Array.isArray(msg.ops)) {
-      for (const op of msg.ops) store.queue.push(op);
-      store.schedule();
-    } else if (msg.type === Msg.ACTION_RESULT) {
-      for (const listener of store.results) listener(msg);
-    }
-  });
-  store.request = (payload) => {
-    const request_id = `r${store.nextRequest++}`;
-    model.send({ ...payload, request_id });
-    return request_id;
-  };
-  stores.set(model, store);
-  return store;
-}
+const COLLAPSE_CHARS = 1200; // tool results longer than this (or COLLAPSE_LINES) start collapsed
+const COLLAPSE_LINES = 16;
+const KERNEL_GONE = "detached: the kernel behind this chat is gone (restarted or shut down, or this is a saved copy). "
+  + "Nothing here can act; run the notebook again for a live chat.";
 
 function initialize({ model }) {
-  storeFor(model);
-  // The snapshot trait may predate text still streaming: ask for a fresh one.
-  model.send({ type: Action.HELLO });
+  // The snapshot trait may predate what streamed since: ask for a fresh one.
+  storeFor(model).hello();
 }
 
 const STATUS_LABEL = {
-  idle: "idle", running: "running", awaiting_approval: "awaiting approval", suspended: "suspended",
+  idle: "idle", loading: "loading…", running: "running", awaiting_approval: "awaiting approval", suspended: "suspended",
   completed: "completed", cancelled: "cancelled", failed: "failed", aborted: "aborted",
 };
 
@@ -93,12 +43,24 @@ function hookSentence(e) {
     `${e.count > 1 ? ` (×${e.count})` : ""}`;
 }
 
+/** True when the model is cut off from its kernel: seen by the store (restart, shutdown),
+ *  or marked by ipywidgets on the view's element (e.g. a model restored from saved state). */
+function kernelGone(el, store) {
+  return store.kernelGone || el.classList.contains("jupyter-widgets-disconnected")
+    || !!el.closest(".jupyter-widgets-disconnected");
+}
+
 function render({ model, el }) {
-  const store = storeFor(model);
-  const nodes = new Map();       // entry id -> {root, parts...}
+  return createView(model, el, storeFor(model));
+}
+
+function createView(model, el, store) {
+  const nodes = new Map();          // entry id -> {root, parts...}
   const pendingActions = new Map(); // action -> request id (stop/suspend/resume/send)
-  const deciding = new Map();    // approval id -> request id while the click is in flight
-  const cardErrors = new Map();  // approval id -> error from the last action_result
+  const deciding = new Map();       // approval id -> request id while the click is in flight
+  const cardErrors = new Map();     // approval id -> error from the last action_result
+  const decided = new Map();        // approval id -> decision the last action_result reported
+  let sentText = null;              // the text of the send in flight (cleared when accepted)
 
   const status = h("span", { class: "arknb-status", testid: "arknb-status", role: "status" });
   const stopBtn = h("button", { class: "arknb-btn arknb-btn-danger", testid: "arknb-stop", type: "button",
@@ -107,20 +69,33 @@ function render({ model, el }) {
     title: "Pause at the next safe checkpoint" }, "Suspend");
   const resumeBtn = h("button", { class: "arknb-btn", testid: "arknb-resume", type: "button",
     title: "Continue a suspended run" }, "Resume");
+  const detachedBar = h("div", { class: "arknb-detached", testid: "arknb-detached", role: "status" });
+  const suspendingBar = h("div", { class: "arknb-suspending", testid: "arknb-suspending", role: "status" },
+    "suspending at the next checkpoint…");
   const errorBar = h("div", { class: "arknb-error", testid: "arknb-error", role: "alert" });
   const log = h("div", { class: "arknb-log", testid: "arknb-transcript", role: "log", "aria-live": "polite" });
   const approvalsBox = h("div", { class: "arknb-approvals", testid: "arknb-approvals" });
   const input = h("textarea", { class: "arknb-input", testid: "arknb-input", rows: "2",
     placeholder: "Message the agent — Enter sends, Shift+Enter adds a line", "aria-label": "Message" });
   const sendBtn = h("button", { class: "arknb-btn arknb-btn-primary", testid: "arknb-send", type: "button" }, "Send");
-  const composer = h("div", { class: "arknb-composer" }, input, sendBtn);
-  const root = h("div", { class: "arknb arknb-chat", testid: "arknb-chat" },
+  const blockId = `arknb-block-${Math.random().toString(36).slice(2)}`;
+  const blockNote = h("div", { class: "arknb-muted arknb-block-note", testid: "arknb-input-block", id: blockId,
+    role: "status" });
+  const composer = h("div", { class: "arknb-composer-wrap" }, h("div", { class: "arknb-composer" }, input, sendBtn),
+    blockNote);
+  // data-lm-suppress-shortcuts: keys pressed inside the chat are the chat's (Enter on an
+  // Approve button must not also put the notebook cell into edit mode).
+  const root = h("div", { class: "arknb arknb-chat", testid: "arknb-chat", "data-lm-suppress-shortcuts": "true" },
     h("div", { class: "arknb-toolbar" }, h("span", { class: "arknb-title" }, "Agent"), status,
       h("span", { class: "arknb-spacer" }), suspendBtn, resumeBtn, stopBtn),
-    errorBar, log, approvalsBox, composer);
-  el.replaceChildren(root);
+    detachedBar, suspendingBar, errorBar, log, approvalsBox, composer);
+  input.value = store.draft;
+
+  const isDetached = () => !!model.get("detached") || kernelGone(el, store);
+  const inputBlock = () => (kernelGone(el, store) ? KERNEL_GONE : model.get("input_block") || "");
 
   const act = (type, payload = {}) => {
+    if (isDetached()) return null;
     const id = store.request({ type, ...payload });
     pendingActions.set(type, id);
     refreshControls();
@@ -128,14 +103,15 @@ function render({ model, el }) {
   };
   const send = () => {
     const text = input.value.trim();
-    if (!text || model.get("read_only")) return;
+    if (!text || model.get("read_only") || inputBlock() || pendingActions.has(Action.SEND)) return;
+    sentText = input.value;
     act(Action.SEND, { text });
-    input.value = "";
   };
   const onKey = (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(); }
   };
   input.addEventListener("keydown", onKey);
+  input.addEventListener("input", () => { store.draft = input.value; });
   sendBtn.addEventListener("click", send);
   stopBtn.addEventListener("click", () => act(Action.STOP));
   suspendBtn.addEventListener("click", () => act(Action.SUSPEND));
@@ -144,20 +120,36 @@ function render({ model, el }) {
   function refreshControls() {
     const st = model.get("status") || "idle";
     const ro = !!model.get("read_only");
+    const detached = isDetached();
+    const detachedText = model.get("detached") || (kernelGone(el, store) ? KERNEL_GONE : "");
     status.textContent = STATUS_LABEL[st] || st;
     status.dataset.status = st;
     root.dataset.status = st;
     root.dataset.readOnly = String(ro);
+    root.dataset.detached = String(detached);
+    detachedBar.textContent = detachedText;
+    detachedBar.hidden = !detachedText;
     const busy = (a) => pendingActions.has(a);
-    stopBtn.disabled = ro || busy(Action.STOP) || !["running", "suspended", "awaiting_approval"].includes(st);
+    const suspending = !!model.get("suspending") || busy(Action.SUSPEND);
+    stopBtn.disabled = ro || detached || busy(Action.STOP) || !["running", "suspended", "awaiting_approval"].includes(st);
     stopBtn.textContent = busy(Action.STOP) ? "Stopping…" : "Stop";
-    suspendBtn.disabled = ro || busy(Action.SUSPEND) || st !== "running";
-    suspendBtn.textContent = busy(Action.SUSPEND) ? "Suspending…" : "Suspend";
+    suspendBtn.disabled = ro || detached || suspending || st !== "running";
+    suspendBtn.textContent = suspending && st === "running" ? "Suspending…" : "Suspend";
+    suspendingBar.hidden = !(suspending && st === "running");
     resumeBtn.hidden = st !== "suspended";
-    resumeBtn.disabled = ro || busy(Action.RESUME);
+    resumeBtn.disabled = ro || detached || busy(Action.RESUME);
     stopBtn.hidden = suspendBtn.hidden = ro;
     composer.hidden = ro;
-    sendBtn.disabled = busy(Action.SEND);
+    const block = ro ? "" : inputBlock();
+    // Sending is disabled while something blocks input, with the reason under the box;
+    // the box itself stays editable (the next message can be written meanwhile, and
+    // Approve/Deny move focus here) and keeps whatever it holds.
+    input.dataset.blocked = String(!!block);
+    if (block) input.setAttribute("aria-describedby", blockId); else input.removeAttribute("aria-describedby");
+    sendBtn.disabled = !!block || busy(Action.SEND);
+    sendBtn.title = block || "Send (Enter)";
+    blockNote.textContent = block;
+    blockNote.hidden = !block || detached; // the detached banner already says why
     const err = model.get("error") || "";
     errorBar.textContent = err;
     errorBar.hidden = !err;
@@ -177,7 +169,7 @@ function render({ model, el }) {
       n = { root: h("div", { class: "arknb-msg arknb-assistant", testid: "arknb-assistant" },
         h("div", { class: "arknb-bubble" }, reasoning, body)), body, reasoning, reasoningBody, renderedAt: 0 };
     } else if (e.kind === "tool") {
-      n = { root: h("div", { class: "arknb-card arknb-tool", testid: "arknb-tool-card" }) };
+      n = { root: h("div", { class: "arknb-card arknb-tool", testid: "arknb-tool-card" }), expanded: false };
     } else if (e.kind === "hook") {
       n = { root: h("div", { class: "arknb-hook", testid: "arknb-hook" }) };
     } else {
@@ -185,6 +177,26 @@ function render({ model, el }) {
     }
     n.root.dataset.entryId = e.id;
     return n;
+  }
+
+  function toolResult(e, n) {
+    if (e.result === null || e.result === undefined) return null;
+    const text = String(e.result);
+    const body = h("div", { class: "arknb-tool-result-body" });
+    renderMarkdown(body, text);
+    const long = text.length > COLLAPSE_CHARS || text.split("\n").length > COLLAPSE_LINES;
+    const box = h("div", { class: `arknb-tool-result${e.is_error ? " arknb-is-error" : ""}`, testid: "arknb-tool-result" },
+      body);
+    if (!long) return box;
+    const toggle = h("button", { class: "arknb-btn arknb-link", testid: "arknb-show-more", type: "button" });
+    const apply = () => {
+      box.classList.toggle("arknb-collapsed", !n.expanded);
+      toggle.textContent = n.expanded ? "show less" : `show more (${text.length.toLocaleString()} characters)`;
+      toggle.setAttribute("aria-expanded", String(n.expanded));
+    };
+    toggle.addEventListener("click", () => { n.expanded = !n.expanded; apply(); });
+    apply();
+    return [box, toggle];
   }
 
   function fillEntry(e, n, force) {
@@ -210,9 +222,6 @@ function render({ model, el }) {
     } else if (e.kind === "tool") {
       n.root.dataset.callId = e.call_id;
       n.root.dataset.status = e.status;
-      const result = e.result === null || e.result === undefined ? null
-        : h("div", { class: `arknb-tool-result${e.is_error ? " arknb-is-error" : ""}`, testid: "arknb-tool-result" });
-      if (result) renderMarkdown(result, e.result);
       setChildren(n.root,
         h("div", { class: "arknb-card-head" },
           h("span", { class: "arknb-tool-name" }, e.name),
@@ -221,7 +230,7 @@ function render({ model, el }) {
         h("details", { class: "arknb-args" }, h("summary", {}, "arguments"),
           h("pre", { class: "arknb-pre", testid: "arknb-tool-args" }, prettyJson(e.arguments))),
         e.reason ? h("div", { class: "arknb-muted" }, `reason: ${e.reason}`) : null,
-        result);
+        toolResult(e, n));
     } else if (e.kind === "hook") {
       n.root.dataset.hook = e.hook;
       n.root.dataset.action = e.action;
@@ -238,7 +247,8 @@ function render({ model, el }) {
     }
   }
 
-  function update(reset, changed) {
+  function update(reset, changed, added = []) {
+    if (store.kernelGone && root.dataset.detached !== "true") renderApprovals();
     if (reset) {
       const keep = new Set(store.entries.map((e) => e.id));
       for (const [id, n] of nodes) if (!keep.has(id)) { n.root.remove(); nodes.delete(id); }
@@ -252,94 +262,151 @@ function render({ model, el }) {
         prev = n.root;
       }
     } else {
+      const fresh = new Set(added);
+      for (const id of added) {          // new entries always come last, in order
+        const e = store.byId.get(id);
+        if (!e || nodes.has(id)) continue;
+        const n = buildEntry(e);
+        nodes.set(id, n);
+        fillEntry(e, n, true);
+        log.append(n.root);
+      }
       for (const id of changed) {
+        if (fresh.has(id)) continue;
         const e = store.byId.get(id), n = nodes.get(id);
         if (e && n) fillEntry(e, n, false);
       }
     }
     const nearBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
-    if (nearBottom || reset) log.scrollTop = log.scrollHeight;
+    if (nearBottom || reset || added.length) log.scrollTop = log.scrollHeight;
     refreshControls();
   }
 
   // -- approvals --------------------------------------------------------------------
   function renderApprovals() {
     const ro = !!model.get("read_only");
+    const detached = isDetached();
     const items = model.get("approvals") || [];
     const live = new Set(items.map((a) => a.approval_id));
     for (const id of [...deciding.keys()]) if (!live.has(id)) deciding.delete(id);
+    // Cards are rebuilt: keep keyboard focus on the same control of the same card.
+    const active = document.activeElement;
+    const had = active && approvalsBox.contains(active)
+      ? { id: active.closest("[data-approval-id]")?.dataset.approvalId, testid: active.dataset.testid } : null;
     approvalsBox.replaceChildren(...items.map((a) => {
-      const busy = a.deciding || deciding.has(a.approval_id);
+      const decision = decided.get(a.approval_id) || (a.decision !== "pending" ? a.decision : null);
+      const busy = !decision && (a.deciding || deciding.has(a.approval_id));
+      const usable = !ro && !detached && !decision && !busy && a.live !== false;
       const err = cardErrors.get(a.approval_id) || a.error;
       const reason = h("input", { class: "arknb-reason", testid: "arknb-deny-reason", type: "text",
-        placeholder: "reason (optional)", "aria-label": `Reason for denying ${a.tool_name}` });
+        placeholder: "reason (optional)", "aria-label": `Reason for denying ${a.tool_name}`, disabled: !usable });
       const approve = h("button", { class: "arknb-btn arknb-btn-primary", testid: "arknb-approve", type: "button",
-        disabled: busy }, "Approve");
+        disabled: !usable }, "Approve");
       const deny = h("button", { class: "arknb-btn arknb-btn-danger", testid: "arknb-deny", type: "button",
-        disabled: busy }, "Deny");
+        disabled: !usable }, "Deny");
       approve.addEventListener("click", () => decide(a.approval_id, Action.APPROVE));
       deny.addEventListener("click", () => decide(a.approval_id, Action.DENY, reason.value.trim()));
       reason.addEventListener("keydown", (ev) => {
         if (ev.key === "Enter") { ev.preventDefault(); decide(a.approval_id, Action.DENY, reason.value.trim()); }
       });
+      let actions;
+      if (ro) actions = h("div", { class: "arknb-muted" }, "pending (read-only replay)");
+      else if (decision) {
+        actions = h("div", { class: `arknb-decision arknb-decision-${decision}`, testid: "arknb-approval-decision" },
+          decision === "approved" ? "✓ approved" : decision === "denied" ? "✗ denied" : decision,
+          a.note ? h("span", { class: "arknb-muted" }, ` — ${a.note}`) : null);
+      } else if (busy) {
+        actions = h("span", { class: "arknb-muted", testid: "arknb-approval-deciding" }, "deciding…");
+      } else {
+        actions = h("div", { class: "arknb-approval-actions" }, approve, reason, deny,
+          !usable && a.note ? h("span", { class: "arknb-muted" }, a.note) : null);
+      }
+      const state = decision ? "decided" : busy ? "deciding" : usable ? "live" : "dead";
       return h("div", { class: "arknb-card arknb-approval", testid: "arknb-approval",
-        "data-approval-id": a.approval_id, "data-deciding": String(!!busy), role: "group",
+        "data-approval-id": a.approval_id, "data-deciding": String(!!busy), "data-state": state, role: "group",
         "aria-label": `Approval needed for ${a.tool_name}` },
         h("div", { class: "arknb-card-head" },
           h("span", { class: "arknb-tool-name" }, a.tool_name),
           a.risk_level ? h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, a.risk_level) : null),
         a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
         h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
-        ro ? h("div", { class: "arknb-muted" }, "pending (read-only replay)")
-          : h("div", { class: "arknb-approval-actions" },
-            busy ? h("span", { class: "arknb-muted", testid: "arknb-approval-deciding" }, "deciding…")
-              : [approve, reason, deny]),
-        err ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
+        actions,
+        err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
     }));
     approvalsBox.hidden = items.length === 0;
+    if (had) {
+      const same = approvalsBox.querySelector(`[data-approval-id='${CSS.escape(had.id || "")}'] [data-testid='${had.testid}']`);
+      if (same && !same.disabled) same.focus();
+      else moveFocus(had.id);
+    }
+  }
+
+  /** After a decision, keyboard focus goes to the next card still waiting, else the send box. */
+  function moveFocus(fromId) {
+    const cards = [...approvalsBox.querySelectorAll("[data-testid='arknb-approval']")];
+    const at = cards.findIndex((c) => c.dataset.approvalId === fromId);
+    const order = [...cards.slice(at + 1), ...cards.slice(0, Math.max(at, 0))];
+    const next = order.map((c) => c.querySelector("[data-testid='arknb-approve']:not([disabled])")).find(Boolean);
+    (next || input).focus();
   }
 
   function decide(approvalId, type, reason) {
+    if (deciding.has(approvalId) || isDetached()) return; // the first click wins; no second request
     cardErrors.delete(approvalId);
     const payload = { approval_id: approvalId };
     if (type === Action.DENY && reason) payload.reason = reason;
     deciding.set(approvalId, store.request({ type, ...payload }));
     renderApprovals();
+    moveFocus(approvalId);
   }
 
   const onResult = (msg) => {
     for (const [action, id] of pendingActions) if (id === msg.request_id) pendingActions.delete(action);
+    if (msg.action === Action.SEND && sentText !== null) {
+      // Accepted: the message is in the transcript now. Refused: the text stays to edit or resend.
+      if (msg.ok && input.value === sentText) { input.value = ""; store.draft = ""; }
+      sentText = null;
+    }
     if (msg.approval_id !== undefined) {
       if (deciding.get(msg.approval_id) === msg.request_id) deciding.delete(msg.approval_id);
-      if (!msg.ok) cardErrors.set(msg.approval_id, msg.error || "failed");
+      if (msg.decision) decided.set(msg.approval_id, msg.decision);
+      if (!msg.ok && !msg.decision) cardErrors.set(msg.approval_id, msg.error || "failed");
       renderApprovals();
     }
     refreshControls();
   };
-  store.results.add(onResult);
 
+  const onStatus = () => { refreshControls(); renderApprovals(); };
+  const onConnection = () => { refreshControls(); renderApprovals(); };
+  // ipywidgets marks a view whose kernel went away with a class on its element.
+  const observer = typeof MutationObserver === "function" ? new MutationObserver(onConnection) : null;
+  observer?.observe(el, { attributes: true, attributeFilter: ["class"] });
   const view = { update };
-  store.views.add(view);
-  const onStatus = () => refreshControls();
-  model.on("change:status", onStatus);
-  model.on("change:error", onStatus);
-  model.on("change:read_only", onStatus);
-  model.on("change:approvals", renderApprovals);
+  // While this view lives it hides the chat's static companion output.
+  const untwin = hideStaticTwin(model.get("static_id"));
 
+  function destroy() {
+    untwin();
+    store.views.delete(view);
+    store.results.delete(onResult);
+    for (const [name, handler] of listeners) model.off(name, handler);
+    observer?.disconnect();
+    for (const n of nodes.values()) if (n.retry) clearTimeout(n.retry);
+  }
+
+  const listeners = [
+    ...["status", "error", "read_only", "detached", "input_block", "suspending"].map((t) => [`change:${t}`, onStatus]),
+    ["change:approvals", renderApprovals], ["comm_live_update", onConnection]];
+  store.results.add(onResult);
+  store.views.add(view);
+  for (const [name, handler] of listeners) model.on(name, handler);
+
+  el.replaceChildren(root);
   if (store.snapshotPending) store.flushNow(); // also updates this view
   else update(true, new Set());
   renderApprovals();
   root.dataset.ready = "true";
-
-  return () => {
-    store.views.delete(view);
-    store.results.delete(onResult);
-    model.off("change:status", onStatus);
-    model.off("change:error", onStatus);
-    model.off("change:read_only", onStatus);
-    model.off("change:approvals", renderApprovals);
-    for (const n of nodes.values()) if (n.retry) clearTimeout(n.retry);
-  };
+  return destroy;
 }
 
 export default { initialize, render };

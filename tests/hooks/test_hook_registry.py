@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from arknb import (
-    AgentHook, AgentMessage, ArkError, BeforeRunHookContext, BeforeRunHookResult, HookPipeline, HookRegistry,
-    HookSlot, ModelCallHookResult, ModelChunkHookResult, ModelResponseHookResult, StatePersistenceHookResult,
+    AfterRunHookContext, AgentHook, AgentMessage, ArkError, BeforeRunHookContext, BeforeRunHookResult,
+    HookPipeline, HookRegistry, HookSlot, ModelCallHookResult, ModelChunkHookResult, ModelResponseHookResult, StatePersistenceHookResult,
     ToolCall, ToolCallHookContext, ToolCallHookResult, ToolResult, ToolResultHookResult, TurnCompletionHookResult,
 )
 
@@ -243,3 +243,55 @@ async def test_sync_chunk_hook_returning_an_awaitable_is_awaited_and_called_once
     result = await runtime.run("go")
     assert result.text == "ABCD"
     assert calls == ["ab", "cd"]
+
+
+async def test_hook_names_are_per_slot_and_a_rerun_replaces_only_within_its_slot():
+    hooks = HookRegistry()
+    log: list[str] = []
+    hooks.before_run(lambda ctx: log.append("run guard v1"), name="guard")
+    hooks.after_run(lambda ctx: log.append("after guard"), name="guard")
+    # Re-running the before_run cell replaces that guard only; the after_run guard stays.
+    hooks.before_run(lambda ctx: log.append("run guard v2"), name="guard")
+    assert [e.slot_names for e in hooks] == [("before_run",), ("after_run",)]
+    assert hooks.names() == ["guard"] and len(hooks) == 2
+    pipeline = HookPipeline(hooks)
+    await pipeline.before_run(BeforeRunHookContext(**BASE, input=(AgentMessage.user("x"),)))
+    await pipeline.after_run(AfterRunHookContext(**BASE, result=None))
+    assert log == ["run guard v2", "after guard"]
+
+
+def test_a_function_hook_takes_one_slot_of_a_class_hook_of_the_same_name():
+    class Guard(AgentHook):
+        async def before_tool_call(self, ctx):
+            return None
+
+        async def after_tool_call(self, ctx):
+            return None
+
+    hooks = HookRegistry()
+    hooks.add(Guard(), name="guard")
+    hooks.before_tool_call(lambda ctx: None, name="later")
+    replacement = hooks.before_tool_call(lambda ctx: None, name="guard")
+    by_slot = {s: [e.name for e in hooks.for_slot(s)] for s in (HookSlot.BEFORE_TOOL_CALL, HookSlot.AFTER_TOOL_CALL)}
+    # In place: the replacement runs where the class hook ran, before "later".
+    assert by_slot == {HookSlot.BEFORE_TOOL_CALL: ["guard", "later"], HookSlot.AFTER_TOOL_CALL: ["guard"]}
+    assert hooks.for_slot(HookSlot.BEFORE_TOOL_CALL)[0].source is replacement
+    assert hooks.for_slot(HookSlot.AFTER_TOOL_CALL)[0].source.__class__ is Guard
+
+
+def test_remove_by_name_and_slot():
+    hooks = HookRegistry()
+    hooks.before_tool_call(lambda ctx: None, name="guard")
+    hooks.after_tool_call(lambda ctx: None, name="guard")
+    hooks.remove("guard", slot="after_tool_call")
+    assert [e.slot_names for e in hooks] == [("before_tool_call",)]
+    with pytest.raises(ArkError) as info:
+        hooks.remove("guard", slot=HookSlot.AFTER_TOOL_CALL)
+    assert info.value.code == "invalid_argument" and "in after_tool_call" in info.value.message
+    assert "guard [before_tool_call]" in info.value.message
+    with pytest.raises(ArkError) as info:
+        hooks.remove("guard", slot="nowhere")
+    assert "unknown hook slot" in info.value.message
+    hooks.after_tool_call(lambda ctx: None, name="guard")
+    hooks.remove("guard")
+    assert len(hooks) == 0 and "guard" not in hooks

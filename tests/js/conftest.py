@@ -7,6 +7,7 @@ used. Without it these tests skip locally and FAIL when CI is set.
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -28,7 +29,7 @@ window.fakeModel = (state) => {
     on: (name, f) => { (handlers[name] ||= []).push(f); },
     off: (name, f) => { handlers[name] = (handlers[name] || []).filter((g) => g !== f); },
     send: (msg) => { model.sent.push(msg); },
-    emit: (msg) => { for (const f of handlers["msg:custom"] || []) f(msg); },
+    emit: (msg, buffers) => { for (const f of handlers["msg:custom"] || []) f(msg, buffers); },
   };
   return model;
 };
@@ -78,8 +79,17 @@ class Harness:
     def sent(self) -> list[dict]:
         return self.page.evaluate("() => window.w.model.sent")
 
-    def emit(self, msg: dict) -> None:
-        self.page.evaluate("(m) => window.w.model.emit(m)", msg)
+    def emit(self, msg: dict, buffers: list[bytes] | None = None) -> None:
+        """Deliver a kernel message (binary buffers arrive as DataViews, as in Jupyter)."""
+        if not buffers:
+            self.page.evaluate("(m) => window.w.model.emit(m)", msg)
+            return
+        encoded = [base64.b64encode(b).decode("ascii") for b in buffers]
+        self.page.evaluate(
+            """([m, bufs]) => window.w.model.emit(m, bufs.map((b) => {
+                 const bin = atob(b); const out = new Uint8Array(bin.length);
+                 for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+                 return new DataView(out.buffer); }))""", [msg, encoded])
 
     def set(self, key: str, value) -> None:
         self.page.evaluate("([k, v]) => window.w.model.set(k, v)", [key, value])

@@ -60,6 +60,20 @@ class Frontend:
         return [m for m in self.messages if m.get("type") == kind]
 
 
+class BufferedFrontend(Frontend):
+    """A fake front end that keeps each message's binary buffers (``_buffers``) and
+    decodes the timeline's ``events`` messages (packed chunks included)."""
+
+    def __init__(self, widget: Any) -> None:
+        super().__init__(widget)
+        widget.send = lambda content, buffers=None: self.messages.append({**content, "_buffers": buffers or []})
+
+    def received(self) -> list[dict[str, Any]]:
+        from arknb.widgets._timeline_wire import decode
+
+        return [e for m in self.of_type("events") for e in decode(m["events"], m["_buffers"])]
+
+
 class Events:
     """Builds envelopes with increasing sequence numbers."""
 

@@ -35,7 +35,7 @@ async def paced(attach: bool) -> dict[str, float]:
         widgets = [ChatWidget(rt), TimelineWidget(rt)]
         for w in widgets:
             w.send = lambda content, buffers=None, _s=sent: _s.append(1)
-            w.observe(lambda change, _s=sent: _s.append(1), names=["transcript"])
+            w.observe(lambda change, _s=sent: _s.append(1), names=["_snapshot"])
     rt.bus.publish(AgentEvent("llm.before", "s", "r", 1, 0.0, {"turn": 1}))
     events = _events(N)
     start = time.perf_counter()

@@ -5,7 +5,7 @@ import asyncio
 import arknb as ark
 from arknb.widgets import ChatWidget, TimelineWidget
 
-from .conftest import Frontend
+from .conftest import BufferedFrontend, Frontend
 
 
 @ark.tool
@@ -39,7 +39,7 @@ async def test_send_stream_approve_and_finish():
     ])
     chat = ChatWidget(runtime)
     timeline = TimelineWidget(runtime)
-    front, tl_front = Frontend(chat, "transcript"), Frontend(timeline)
+    front, tl_front = Frontend(chat, "transcript"), BufferedFrontend(timeline)
     chat._on_msg(chat, {"type": "send", "text": "add and clean", "request_id": "r1"})
     assert front.of_type("action_result")[0]["ok"] is True
     await settle(runtime)
@@ -67,10 +67,10 @@ async def test_send_stream_approve_and_finish():
     await asyncio.sleep(0.05)
     assert front.of_type("action_result")[-1]["request_id"] == "r3"
 
-    received = [e for m in tl_front.of_type("events") for e in m["events"]]
+    received = tl_front.received()
     assert [e["sequence"] for e in received] == sorted(e["sequence"] for e in received)
     kinds = {s["kind"] for s in timeline.spans()}
-    assert kinds == {"run", "model", "tool"}
+    assert kinds == {"run", "turn", "model", "tool"}
 
 
 async def test_deny_reaches_the_model_and_a_busy_runtime_refuses_a_second_send():

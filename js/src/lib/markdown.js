@@ -1,8 +1,16 @@
 // Markdown for untrusted model and tool text: marked, then DOMPurify, then a DOM
 // fragment. Nothing here assigns HTML to a live element; the sanitizer's output is a
 // fragment that is inserted with replaceChildren.
-import { marked } from "marked";
+//
+// Raw HTML in the text is shown as text, never parsed: "Never trust <script> tags" must
+// keep every word (a parsed <script> would swallow the rest of the answer, and the
+// sanitizer would then drop it whole). arknb/widgets/_static_html.py renders the same way.
+import { Marked } from "marked";
 import DOMPurify from "dompurify";
+
+const escapeHtml = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+  .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+const marked = new Marked({ gfm: true, breaks: true, renderer: { html: ({ text }) => escapeHtml(text) } });
 
 const SAFE_HREF = /^(https?:|mailto:|#)/i;
 const SAFE_IMG = /^data:image\/(png|gif|jpeg|webp);/i;
@@ -27,7 +35,7 @@ const CONFIG = {
 export function markdownFragment(text) {
   let html;
   try {
-    html = marked.parse(String(text ?? ""), { async: false, gfm: true, breaks: true });
+    html = marked.parse(String(text ?? ""), { async: false });
   } catch {
     const frag = document.createDocumentFragment();
     frag.append(document.createTextNode(String(text ?? "")));

@@ -2,5 +2,5 @@
 export const Msg = Object.freeze({ DELTA: "delta", EVENTS: "events", ACTION_RESULT: "action_result" });
 export const Action = Object.freeze({
   SEND: "send", APPROVE: "approve", DENY: "deny", STOP: "stop",
-  SUSPEND: "suspend", RESUME: "resume", HELLO: "hello",
+  SUSPEND: "suspend", RESUME: "resume", HELLO: "hello", OLDER: "older",
 });

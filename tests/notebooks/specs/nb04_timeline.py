@@ -12,8 +12,10 @@ CELLS = [
 
 Every run publishes events: model calls and their streamed chunks, tool calls,
 hook decisions, saves, the end of the run. `TimelineWidget` draws them as rows and
-as a waterfall of spans (runs, model calls, tool calls); you can filter by type and
-by run, search, open an event's payload, and export everything as JSONL.
+as a waterfall of nested spans (runs, turns, model calls, tool calls); you can filter
+by type, by run and by span, search, open an event's payload, and export everything
+as JSONL. It stays fast for long sessions (only the rows on screen are drawn) and
+the saved notebook shows a static summary where no kernel runs.
 """),
     code("""
 import json
@@ -76,12 +78,14 @@ for e in events:
         print(p["call"]["id"], p["call"]["name"], "->", p["result"]["text"])
 """),
     md("""
-Spans are what the waterfall draws (times are seconds from the first event):
+Spans are what the waterfall draws, nested: a run holds its turns, a turn its model
+call and tool calls (times are seconds from the first event; click a span in the
+widget to see only its rows):
 """),
     code("""
 for span in timeline.spans():
     label = "(run id)" if span["kind"] == "run" else span["label"]
-    print(f"{span['kind']:<6} {label:<20} {span['status']}")
+    print(f"{'  ' * span['depth']}{span['kind']:<6} {label:<20} {span['status']}")
 """),
     md("""
 ## Export

@@ -1,0 +1,114 @@
+// The browser's window of a TimelineWidget's events: positions [lo, hi) of the
+// kernel's log (arknb/widgets/_timeline_store.py), filled by `events` messages and
+// bounded by max_view_events. Messages are unpacked here (chunk packs, see
+// arknb/widgets/_timeline_wire.py) and applied once per animation frame by the caller.
+
+/** A buffer the comm delivered (DataView, ArrayBuffer or typed array) as an ArrayBuffer slice. */
+function bytesOf(buf) {
+  if (buf instanceof ArrayBuffer) return buf;
+  if (ArrayBuffer.isView(buf)) return buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength);
+  throw new Error("timeline: a message buffer is not binary");
+}
+
+const floats = (buffers, i) => new Float64Array(bytesOf(buffers[i]));
+const ints = (buffers, i) => new Int32Array(bytesOf(buffers[i]));
+
+/** The event objects an `events` message carries (exactly AgentEvent.to_dict()). */
+export function unpack(items, buffers = []) {
+  const out = [];
+  for (const item of items) {
+    if (!item || item.pack !== "llm.chunk") { out.push(item); continue; }
+    const n = item.n;
+    const seq = item.seq0 !== null && item.seq0 !== undefined ? null : floats(buffers, item.seq);
+    const time = floats(buffers, item.ts);
+    const index = ints(buffers, item.index);
+    const kinds = Array.isArray(item.kind) ? item.kind : null;
+    for (let i = 0; i < n; i++) {
+      out.push({ event_id: item.id[i], type: "llm.chunk", session_id: item.session_id, run_id: item.run_id,
+        sequence: seq ? seq[i] : item.seq0 + i, timestamp: time[i],
+        payload: { kind: kinds ? kinds[i] : item.kind, text: item.text[i], index: index[i] } });
+    }
+  }
+  return out;
+}
+
+export class EventStore {
+  constructor(maxEvents = 100000) {
+    this.maxEvents = maxEvents;
+    this.events = [];
+    this.lo = 0;            // position of events[0]
+    this.kernelFirst = 0;   // oldest position the kernel still keeps
+    this.exhausted = false; // nothing older exists anywhere
+    this.loadingOlder = false;
+    this.olderError = "";
+    this.started = false;   // the first message (or reset) arrived
+  }
+
+  get hi() { return this.lo + this.events.length; }
+  get size() { return this.events.length; }
+  at(pos) { return this.events[pos - this.lo]; }
+
+  /**
+   * Apply one `events` message. Returns {kind, from, to}: "append" (new positions
+   * [from, to); the oldest may have been dropped since, see `lo`), "rebuild" (events
+   * came in before the window or replaced it: derived data must be rebuilt), "gap"
+   * (a message is missing: ask the kernel) or "skip" (nothing new).
+   */
+  apply(msg, buffers) {
+    if (Number.isInteger(msg.first)) this.kernelFirst = msg.first;
+    if (msg.error) { this.loadingOlder = false; this.olderError = String(msg.error); return { kind: "skip" }; }
+    const events = unpack(msg.events || [], buffers || []);
+    const start = msg.start;
+    if (msg.reset || !this.started) {
+      this.started = true;
+      this.events = events;
+      this.lo = start;
+      this.exhausted = !!msg.exhausted;
+      this.olderError = "";
+      return { kind: "rebuild" };
+    }
+    if (msg.older) {
+      this.loadingOlder = false;
+      if (msg.exhausted) this.exhausted = true;
+      if (start + events.length !== this.lo) {
+        // Overlap or a stale answer: keep only what is older than the window.
+        const keep = Math.max(0, Math.min(events.length, this.lo - start));
+        if (keep === 0) return { kind: "skip" };
+        events.length = keep;
+      }
+      if (!events.length) return { kind: "skip" };
+      // The view is bounded: an older page fills only the room left (its newest part).
+      const room = this.maxEvents - this.events.length;
+      if (room <= 0) {
+        this.olderError = `this view holds its maximum of ${this.maxEvents.toLocaleString("en-US")} events`;
+        return { kind: "skip" };
+      }
+      const page = events.length > room ? events.slice(events.length - room) : events;
+      this.events = page.concat(this.events);
+      this.lo = start + (events.length - page.length);
+      if (page.length < events.length) this.olderError = "this view is full: older events were not loaded";
+      return { kind: "rebuild" };
+    }
+    const hi = this.hi;
+    if (start > hi) return { kind: "gap" };
+    const skip = hi - start;
+    if (skip >= events.length) return { kind: "skip" };
+    for (let i = skip; i < events.length; i++) this.events.push(events[i]);
+    this.trimOldest();
+    return { kind: "append", from: Math.max(hi, this.lo), to: this.hi };
+  }
+
+  /** Drop the oldest events beyond maxEvents (in steps, so it happens rarely). */
+  trimOldest() {
+    const excess = this.events.length - this.maxEvents;
+    if (excess <= 0) return false;
+    const drop = Math.min(this.events.length, excess + Math.floor(this.maxEvents / 10));
+    this.events.splice(0, drop);
+    this.lo += drop;
+    this.exhausted = false;
+    return true;
+  }
+
+  /** How many events older than the window the kernel still keeps. */
+  get olderInKernel() { return Math.max(0, this.lo - this.kernelFirst); }
+}

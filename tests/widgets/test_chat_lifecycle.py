@@ -1,0 +1,148 @@
+"""Widgets release their bus listeners: on close, on garbage collection, and when a
+re-run of the cell that made them replaces them (issue 15 item 2)."""
+
+import gc
+import json
+import os
+import sys
+import textwrap
+import weakref
+
+import comm
+import ipywidgets
+import pytest
+
+from arknb.widgets import ChatWidget
+from arknb.widgets._base import CELLS, BusListener, CellWidgets
+
+from .conftest import FakeRuntime
+
+
+def listeners(bus) -> int:
+    return sum(len(entries) for entries in bus._by_type.values())
+
+
+@pytest.fixture
+def cell(monkeypatch):
+    """Pretend to be a kernel running notebook cells: ``cell.run(cell_id)`` starts a new execution."""
+    class Cells:
+        current = None
+        count = 0
+
+        def run(self, cell_id):
+            self.count += 1
+            self.current = (cell_id, f"msg-{self.count}")
+
+    cells = Cells()
+    monkeypatch.setattr(CELLS, "locate", lambda: cells.current)
+    monkeypatch.setattr(CELLS, "_by_cell", {})
+    return cells
+
+
+def test_close_releases_the_listener():
+    rt = FakeRuntime()
+    before = listeners(rt.bus)
+    chat = ChatWidget(rt)
+    assert listeners(rt.bus) == before + 1 and chat.listening
+    chat.close()
+    assert listeners(rt.bus) == before and not chat.listening
+
+
+def test_a_collected_widget_takes_its_listener_with_it():
+    rt = FakeRuntime()
+    chat = ChatWidget(rt)
+    assert listeners(rt.bus) == 1
+    # ipywidgets' registry and the kernel's comm manager hold every open widget; once both
+    # let go of one (here: the front end closed its comm), nothing but the bus would hold
+    # it, and the bus holds it only weakly.
+    comm.get_comm_manager().comm_close(None, None, {"content": {"comm_id": chat.model_id, "data": {}}})
+    ipywidgets.widgets.widget._instances.pop(chat.model_id)
+    ref = weakref.ref(chat)
+    del chat
+    gc.collect()
+    assert ref() is None
+    assert listeners(rt.bus) == 0
+
+
+def test_bus_listener_never_keeps_its_owner_alive():
+    rt = FakeRuntime()
+
+    class Owner:
+        seen = 0
+
+        def _on_event(self, event):
+            Owner.seen += 1
+
+    owner = Owner()
+    link = BusListener(rt.bus, owner, "_on_event")
+    ref = weakref.ref(owner)
+    del owner
+    assert ref() is None and not link.active and listeners(rt.bus) == 0
+
+
+def test_re_running_a_cell_replaces_its_widgets(cell):
+    rt = FakeRuntime()
+    widgets = []
+    for _ in range(500):
+        cell.run("cell-chat")
+        widgets.append(ChatWidget(rt))
+    assert listeners(rt.bus) == 1
+    assert all(w.comm is None for w in widgets[:-1]) and widgets[-1].comm is not None
+    assert CELLS.cells() == {"cell-chat": 1}
+
+
+def test_one_execution_may_make_several_widgets_and_other_cells_keep_theirs(cell):
+    rt = FakeRuntime()
+    cell.run("a")
+    first, second = ChatWidget(rt), ChatWidget(rt)
+    cell.run("b")
+    other = ChatWidget(rt)
+    assert listeners(rt.bus) == 3
+    cell.run("a")  # re-run a: both of its chats go, b's stays
+    again = ChatWidget(rt)
+    assert (first.comm, second.comm) == (None, None)
+    assert other.listening and again.listening and listeners(rt.bus) == 2
+
+
+def test_without_a_cell_id_nothing_is_replaced():
+    registry = CellWidgets(locate=lambda: None)
+    rt = FakeRuntime()
+    chats = [ChatWidget(rt) for _ in range(3)]
+    for c in chats:
+        registry.claim(c)
+    assert all(c.listening for c in chats)
+
+
+KERNEL_CELL = textwrap.dedent("""
+    chat = ChatWidget(rt)
+    chat
+""")
+
+
+def test_five_hundred_re_runs_of_a_cell_in_a_real_kernel_leave_one_listener(tmp_path):
+    """A real ipykernel, driven as JupyterLab drives it: execute requests with a cellId."""
+    jupyter_client = pytest.importorskip("jupyter_client")
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3", env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        def execute(code, cell_id):
+            msg = kc.session.msg("execute_request", {"code": code, "silent": False, "store_history": True,
+                                                     "user_expressions": {}, "allow_stdin": False,
+                                                     "stop_on_error": True}, metadata={"cellId": cell_id})
+            kc.shell_channel.send(msg)
+            while True:
+                reply = kc.get_shell_msg(timeout=60)
+                if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                    assert reply["content"]["status"] == "ok", reply["content"]
+                    return
+
+        execute("import arknb as ark\nfrom arknb.widgets import ChatWidget\n"
+                "rt = ark.AgentRuntime(ark.ScriptedModel(['hi']))", "setup")
+        for _ in range(500):
+            execute(KERNEL_CELL, "chat-cell")
+        out = tmp_path / "count.json"
+        execute(f"import json, pathlib\npathlib.Path({str(out)!r}).write_text(json.dumps("
+                "sum(len(v) for v in rt.bus._by_type.values())))", "probe")
+        assert json.loads(out.read_text()) == 1
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
