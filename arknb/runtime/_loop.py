@@ -94,6 +94,10 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
         rt._append_history(new_input)
         await autosave(rt, ctx, "after_user_input")
     if resume_batch is not None:
+        if ctx.cancel_requested:
+            # Stopped before it began (e.g. Stop pressed while the last decision was saved):
+            # the decided calls do not run; _finish answers them as not executed.
+            raise ctx.cancel.error()
         # The last decision's save recorded the batch as consumed before this run began:
         # a restore after a crash never offers (and so never runs) these calls again.
         return await _run_decided_batch(rt, ctx, resume_batch)

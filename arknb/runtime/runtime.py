@@ -183,6 +183,7 @@ class AgentRuntime:
         self._seq = self._state.event_sequence + (_RESTORE_SEQUENCE_GAP if state is not None else 0)
         self._active: RunContext | None = None
         self._approval_lock = asyncio.Lock()
+        self._stop_after_decision = False  # a Stop that came while a decision was being saved
         self._save_lock = asyncio.Lock()  # one save at a time: each is based on the revision the last one stored
         self._unsettled: list[asyncio.Future] = []  # storage calls that overran their time limit
         self._fresh = fresh
@@ -377,18 +378,31 @@ class AgentRuntime:
         return True
 
     def _cancel_paused(self) -> bool:
-        state = self._state
-        if not state.is_running or state.not_resumable or self._detached is not None or not self._loaded:
+        if not self._paused():
             return False
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return False
+        if self._approval_lock.locked():
+            # A decision is being saved: the Stop applies to what it leads to (the run it
+            # continues, or the batch still paused), once it is recorded (see
+            # apply_approval_decision). Acting now would race it: two runs at once.
+            self._stop_after_decision = True
+            return True
+        self._end_paused()
+        return True
+
+    def _paused(self) -> bool:
+        state = self._state
+        return (state.is_running and not state.not_resumable and self._detached is None and self._loaded
+                and self._active is None)
+
+    def _end_paused(self) -> None:
         # Ending a paused run is a (very short) run of its own: the same terminal path
         # answers the frozen calls, saves (mandatory), publishes agent.cancelled, after_run.
         self._set_state(pending_approval=None)
         self._launch(lambda ctx: drive(self, ctx, cancel_paused=True))
-        return True
 
     def request_suspend(self) -> bool:
         """Ask the active run to pause at the next safe checkpoint (never between a tool
@@ -444,7 +458,16 @@ class AgentRuntime:
         async with self._approval_lock:
             if self._detached is not None:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
-            return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
+            try:
+                return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
+            finally:
+                if self._stop_after_decision:
+                    # Stop was pressed while the decision was saved: end what it led to.
+                    self._stop_after_decision = False
+                    if self._active is not None:
+                        self.cancel()   # the continued run, before it runs a call
+                    elif self._paused():
+                        self._end_paused()
 
     # -- helpers the phases use ------------------------------------------------------
 
