@@ -420,17 +420,20 @@ class _ResolvingModel(ark.ScriptedModel):
         return super().stream(request, cancel=cancel)
 
 
+async def _wrapped(wrap: str, client, path):
+    """``client`` behind a Recorder, or behind a fork that sends every call on to it."""
+    if wrap == "recorder":
+        return ev.Recorder(client, path)
+    await run_add(ev.Recorder(ark.ScriptedModel(["Hi."]), path))
+    return ev.fork(path, at_call=0, then=client)
+
+
 @pytest.mark.parametrize("wrap", ["recorder", "fork"])
 async def test_a_key_the_wrapped_client_resolves_late_is_redacted_by_the_runtime(tmp_path, wrap):
     key = _ResolvingModel.KEY
     client = _ResolvingModel([f"The key is {key}."])
     path = tmp_path / "late.jsonl"
-    if wrap == "recorder":
-        model = ev.Recorder(client, path)
-    else:
-        await run_add(ev.Recorder(ark.ScriptedModel(["Hi."]), path))
-        model = ev.fork(path, at_call=0, then=client)
-    runtime = ark.AgentRuntime(model)
+    runtime = ark.AgentRuntime(await _wrapped(wrap, client, path))
     events = record(runtime)
     result = await runtime.run("What is the key?")
     assert result.text == "The key is [redacted]."
@@ -455,12 +458,7 @@ async def test_the_wrapped_client_is_asked_to_resolve_its_key_as_a_run_starts(tm
     key = _PrefetchingModel.KEY
     client = _PrefetchingModel(["Noted."])
     path = tmp_path / "early.jsonl"
-    if wrap == "recorder":
-        model = ev.Recorder(client, path)
-    else:
-        await run_add(ev.Recorder(ark.ScriptedModel(["Hi."]), path))
-        model = ev.fork(path, at_call=0, then=client)
-    runtime = ark.AgentRuntime(model)
+    runtime = ark.AgentRuntime(await _wrapped(wrap, client, path))
     events = record(runtime)
     await runtime.run(f"My key is {key}")
     started = [e for e in events if e.type == ark.EventTypes.AGENT_STARTED]

@@ -105,6 +105,19 @@ def _store(kind: str, folder: pathlib.Path):
     return ark.FileStateStorage(folder) if kind == "file" else ark.SQLiteStateStorage(folder / "arknb.db")
 
 
+def _observe(runtime):
+    """Every event of ``runtime``, and a chat and a timeline that flush every change at once,
+    their messages to the front end captured: ``(events, sent, chat, timeline)``."""
+    events: list[ark.AgentEvent] = []
+    runtime.bus.subscribe(EventTypes.ANY, events.append)
+    sent: list = []
+    timeline = TimelineWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    for widget in (timeline, chat):
+        widget.send = lambda content, buffers=None: sent.append(content)
+    return events, sent, chat, timeline
+
+
 def _texts_of(value) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -122,14 +135,7 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
     async with client:
         runtime = ark.AgentRuntime(client, tools=_tools(), storage=_store(store_kind, folder), session_id="keyed")
         _install_hooks(runtime)
-        events: list[ark.AgentEvent] = []
-        runtime.bus.subscribe(EventTypes.ANY, events.append)
-        # Widgets that flush every change at once, their messages to the front end captured.
-        sent: list = []
-        timeline = TimelineWidget(runtime, interval=0, call_later=lambda delay, callback: None)
-        chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
-        for widget in (timeline, chat):
-            widget.send = lambda content, buffers=None: sent.append(content)
+        events, sent, chat, timeline = _observe(runtime)
 
         first = await runtime.run("check my key")
         assert first.stop_reason == "awaiting_approval", first.error
@@ -250,13 +256,7 @@ async def test_a_key_no_request_resolved_yet_is_known_before_an_approved_tool_ec
     server.script(Reply([sse(chunk("Deployed."), chunk(finish="stop"))]))
     runtime = ark.AgentRuntime(make_client(api_key=counting), tools=[deploy], storage=_store(store_kind, folder),
                                session_id="keyed")
-    events: list[ark.AgentEvent] = []
-    runtime.bus.subscribe(EventTypes.ANY, events.append)
-    sent: list = []
-    chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
-    timeline = TimelineWidget(runtime, interval=0, call_later=lambda delay, callback: None)
-    for widget in (chat, timeline):
-        widget.send = lambda content, buffers=None: sent.append(content)
+    events, sent, chat, timeline = _observe(runtime)
     await runtime.load()
     (pending,) = runtime.controller.list_pending_approvals()
 
