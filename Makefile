@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.arknb-installed
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,otel]'
+	$(PY) -m pip install -q -e '.[dev,otel,postgres]'
 	@touch $(STAMP)
 
 js/node_modules/.package-lock.json: js/package-lock.json

@@ -34,7 +34,7 @@ from .state import (
 )
 
 # durable
-from .durable import SQLiteStateStorage
+from .durable import PostgresStore, SQLiteStore
 
 # providers
 from .providers import (
@@ -67,7 +67,7 @@ __all__ = [
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
     "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
-    "Retryability", "Role", "RunHandle", "SQLiteStateStorage", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
+    "Retryability", "Role", "RunHandle", "PostgresStore", "SQLiteStore", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
     "StatePersistenceHookResult", "StateStorage", "StopReason", "StreamError", "StreamingEvent", "TextDelta",
     "TimelineWidget", "Tool", "ToolCall", "ToolCallAction", "ToolCallDelta", "ToolCallHookContext",
     "ToolCallHookResult", "ToolContext", "ToolDefinition", "ToolRegistry", "ToolResult", "ToolResultAction",

@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
     "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval"},
     "eval": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
-    "durable": {"domain", "state"},
+    "durable": {"domain", "events", "state"},
     "scan_secrets": {"state"},
 }
 

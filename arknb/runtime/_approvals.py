@@ -56,6 +56,12 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
     # Whole items (defaults included): a listener reads item["decision"] like the saved batch.
     rt._emit(EventTypes.APPROVAL_REQUIRED, lambda: {
         "batch_id": batch.batch_id, "items": _items(batch), "kind": batch.kind})
+    if batch.kind == "in_doubt":
+        for item in batch.items:
+            rt._emit(EventTypes.OPERATION_IN_DOUBT, lambda item=item: {
+                "operation_id": item.approval_id, "call": item.tool_call.model_dump(mode="json"),
+                "started_at": item.started_at, "attempts": item.attempts, "batch_id": batch.batch_id},
+                run_id=batch.run_id)
     rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()})
     return None
 
@@ -93,6 +99,11 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
     item = batch.find(approval_id) if batch is not None else None
     if item is None:
         return _not_pending(rt, approval_id, batch_id)
+    if batch.kind == "in_doubt":
+        return ApprovalDecisionResult.failure(approval_id, ArkError(
+            ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+            f"{approval_id!r} is an in-doubt call, not an approval: decide it with controller.rerun, "
+            "controller.mark_done or controller.mark_failed"))
     if state.not_resumable:
         # Deciding the last item would continue the run: a session marked not resumable
         # must never be continued, whatever its saved batch says (seed 000 §9.3).

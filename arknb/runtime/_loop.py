@@ -11,19 +11,21 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult
 from ..events import EventTypes
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
     TurnCompletionHookContext,
 )
 from ..hooks.pipeline import jsonable
-from ..state import PendingApprovalBatch
+from ..domain.invocation import CallsInDoubt
+from ..state import ApprovalDecision, DeniedCall, PendingApprovalBatch
 from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
-from ._tool_batch import BatchPlan, execute_batch, plan_batch
+from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, settled_answers
+from ._tool_batch import BatchPlan, execute_batch, plan_batch, unanswered_calls
 from .loop_detector import tool_signature
 from .result import AgentRunResult, NextStep, StopReason
 
@@ -75,10 +77,21 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
     # Before anything of the run exists: the input, a hook's output or a tool's result
     # may hold a key the model resolves only at its first request (DESIGN §9).
     await learn_model_secrets(rt)
+    state = rt.state
+    if resume_reason == "suspend" and resume_batch is None and interrupted(state):
+        # Resumed before the session was loaded, and it turned out to be interrupted by a
+        # crash rather than suspended: the same run goes on where its operations stand.
+        ctx.run_id, ctx.turn, ctx.continued = state.current_run_id, state.current_loop_count, True
+        resume_reason = "interrupted"
+    # A crash right after an approval batch resolved: its decisions are the resolved records.
+    resolving = state.last_stop_reason == "awaiting_approval" and state.pending_approval is None
     previous = rt.state.current_run_id
     if new_input is not None and rt.state.not_resumable:
         _close_stale_run(rt)
-    rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=0, last_error=None)
+    # A running run has no stop reason yet: a state saved so (is_running, no stop reason,
+    # no pending batch) was interrupted by a crash, not suspended.
+    rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=ctx.turn, last_error=None,
+                  last_stop_reason=None)
     if resume_reason is not None:
         rt._emit(EventTypes.AGENT_RESUMED, {"reason": resume_reason, "previous_run_id": previous})
     else:
@@ -102,9 +115,48 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
         # a restore after a crash never offers (and so never runs) these calls again.
         return await _run_decided_batch(rt, ctx, resume_batch)
     if resume_reason is not None:
-        # A run interrupted without a clean checkpoint may have unanswered calls: pair them first.
-        rt._answer_unanswered("interrupted: it is unknown whether this call ran")
+        # A run interrupted without a clean checkpoint may have unanswered calls: the
+        # seam tells which ran (operations) and which a person must decide.
+        return await _continue_unanswered(rt, ctx, resolving and resume_reason == "interrupted")
     return NextStep.run_again()
+
+
+async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: bool = False) -> NextStep:
+    calls = unanswered_calls(rt.state.history)
+    if not calls:
+        return NextStep.run_again()
+    message = last_assistant(rt.state.history)
+    doubts, runnable, unplanned = await rt._invocations.classify_unanswered(ctx.run_id, calls, ctx.turn)
+    plan = await plan_batch(rt, ctx, message, calls=unplanned) if unplanned else BatchPlan(rt._new_id("batch"))
+    if resolving and plan.deferred:
+        # The batch these calls froze in was decided just before the crash: its recorded
+        # decisions stand (an approved call that never started runs now, never asked again).
+        _apply_resolved(rt, plan)
+    allowed = runnable + plan.allowed
+    if doubts:
+        # Never a silent "unknown" answer: the calls whose fate is unknown go to a person.
+        return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubts, allowed, plan.denied))
+    if plan.deferred:
+        plan.allowed = allowed
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message))
+    return await _execute_and_complete(rt, ctx, plan.batch_id, message, allowed, plan.denied)
+
+
+def _apply_resolved(rt: AgentRuntime, plan: BatchPlan) -> None:
+    decided = {record.call_id: record for record in rt.state.resolved_approvals}
+    still = []
+    for call, reason, risk in plan.deferred:
+        record = decided.get(call.id)
+        if record is None or record.tool_name != call.name:
+            still.append((call, reason, risk))
+        elif record.decision is ApprovalDecision.APPROVED:
+            plan.allowed.append(call)
+        else:
+            why = record.deny_reason or "denied by the user"
+            plan.denied.append(DeniedCall(call=call, result=ToolResult.from_text(
+                f"tool_denied: {why}", is_error=True, error_code=ErrorCode.TOOL_DENIED.value), reason=why,
+                hook="approval"))
+    plan.deferred = still
 
 
 def _close_stale_run(rt: AgentRuntime) -> None:
@@ -143,8 +195,16 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     return await _complete_turn(rt, ctx, message, has_tools=False)
 
 
-async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied) -> NextStep:
-    outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied)
+async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, settled=()) -> NextStep:
+    try:
+        outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied, settled)
+    except CallsInDoubt as doubt:
+        # A restored run found calls that began and left no result: a person decides.
+        doubtful = {d.call.id for d in doubt.calls}
+        others = [c for c in allowed if c.id not in doubtful]
+        denied = list(denied) + [DeniedCall(call=s.call, result=s.result, reason=s.reason, hook=s.hook)
+                                 for s in settled]
+        return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubt.calls, others, denied))
     if outcome.stop:
         await _turn_completed_event(rt, ctx, message, "stop")
         await autosave(rt, ctx, "after_tool_batch")
@@ -193,6 +253,8 @@ async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit
 
 
 async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
+    if batch.kind == IN_DOUBT:
+        return await _run_in_doubt_batch(rt, ctx, batch)
     allowed, denied = resolved_calls(batch)
     if batch.kind == "loop":
         if denied:
@@ -208,9 +270,26 @@ async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingAp
     return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied)
 
 
+async def _run_in_doubt_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
+    allowed, settled = settled_answers(batch)
+    denied = list(batch.denied_calls)
+    covered = {c.id for c in allowed} | {s.call.id for s in settled} | {d.call.id for d in denied}
+    rest = [c for c in unanswered_calls(rt.state.history) if c.id not in covered]
+    if rest:  # calls the crash left unplanned: their hooks and approvals run now
+        plan = await plan_batch(rt, ctx, batch.model_message, calls=rest)
+        allowed += plan.allowed
+        denied += plan.denied
+        if plan.deferred:
+            plan.allowed = allowed
+            plan.denied = denied + settled
+            return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
+    return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied, settled)
+
+
 async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRunResult:
     if step.kind == NextStep.AWAIT_APPROVAL:
-        error = await freeze_for_approval(rt, ctx, step.batch)
+        reason = IN_DOUBT if step.batch.kind == IN_DOUBT else "awaiting_approval"
+        error = await freeze_for_approval(rt, ctx, step.batch, reason=reason)
         if error is not None:
             return await _finish(rt, ctx, StopReason.FAILED, error=error, saved_already=False)
         return await _finish(rt, ctx, StopReason.AWAITING_APPROVAL, error=awaiting_approval_error(step.batch),
@@ -267,6 +346,8 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
         if reason is StopReason.CANCELLED:
             payload["reason"] = ctx.cancel.reason
         rt._emit(event_type, payload)
+    # The terminal event follows the terminal save: the seam commits what is still pending.
+    await rt._invocations.flush()
     if not ctx.after_run_done:
         ctx.after_run_done = True
         if rt._pipeline.has(HookSlot.AFTER_RUN):

@@ -33,7 +33,8 @@ __all__ = ["SaveOutcome", "autosave", "mark_not_resumable", "persist", "persist_
 
 # Refusals that say the stored state is not ours to write: another runtime saved it,
 # or it cannot be read. Marking it not resumable would meddle with it.
-_NOT_OURS = frozenset({ErrorCode.STATE_CONFLICT, ErrorCode.STATE_CORRUPT, ErrorCode.STATE_VERSION_UNSUPPORTED})
+_NOT_OURS = frozenset({ErrorCode.STATE_CONFLICT, ErrorCode.STATE_CORRUPT, ErrorCode.STATE_VERSION_UNSUPPORTED,
+                       ErrorCode.LEASE_LOST, ErrorCode.STORE_VERSION_UNSUPPORTED})
 
 # Errors a run or a decision reports as they are (anything else becomes state_save_failed).
 _REPORTED_AS_IS = frozenset({ErrorCode.STATE_SAVE_FAILED, ErrorCode.SECRET_IN_STATE, *_NOT_OURS})
@@ -92,7 +93,7 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
             # Every save is linted, not only the mandatory ones (an autosave would otherwise
             # write what the terminal save redacts); a finding is redacted, not refused.
             state = lint_before_save(rt, state, in_memory=candidate is None)
-            revision = await save_state(rt, state, reason)
+            revision = await save_state(rt, state, reason, mandatory=mandatory)
         except Exception as exc:  # a refusal stays as it is; any other failure: the save did not happen
             kept = isinstance(exc, ArkError) and exc.code in _REPORTED_AS_IS
             return _failed(rt, reason, mandatory, exc if kept else _save_failed(reason, exc), run_id)
@@ -137,15 +138,16 @@ async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: Erro
     return outcome
 
 
-async def save_state(rt: AgentRuntime, state: AgentState, what: str) -> int:
-    """Hand ``state`` to the storage and return the revision it stored, within ``save_timeout``
-    (the caller settled earlier saves first).
+async def save_state(rt: AgentRuntime, state: AgentState, what: str, *, mandatory: bool = True) -> int:
+    """Hand ``state`` to the storage (through the invocation seam, which on a durable store
+    commits it with the session's operations and events) and return the revision it
+    stored, within ``save_timeout`` (the caller settled earlier saves first).
 
     Raises:
         ArkError: what the storage raised; ``state_save_timeout`` if it did not answer in
             time (the save is then unsettled: it may still land).
     """
-    task = asyncio.ensure_future(rt.storage.save(state))
+    task = asyncio.ensure_future(rt._invocations.save(state, reason=what, mandatory=mandatory))
     await _within_limit(rt, task, what)
     revision = task.result()
     if type(revision) is not int or revision <= state.revision:
@@ -159,7 +161,7 @@ async def save_state(rt: AgentRuntime, state: AgentState, what: str) -> int:
 async def mark_not_resumable(rt: AgentRuntime, *, hurry: bool = False) -> None:
     """Mark the session not resumable in its storage, best effort (nothing more can be done
     when that fails too; the run's result already says it was not persisted)."""
-    task = asyncio.ensure_future(rt.storage.mark_not_resumable(rt.session_id))
+    task = asyncio.ensure_future(rt._invocations.mark_not_resumable())
     if hurry and not task.done():
         # Queued behind whatever the storage still does; it lands after it.
         _keep_unsettled(rt, task)

@@ -77,6 +77,15 @@ class Redactor:
             self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
         return redacted
 
+    def known(self, value: Any, where: str) -> Any:
+        """``value`` with the configured secrets redacted (not credential shapes, as for
+        event payloads), reported when there were any: for what a durable store records
+        of each call (free while the lint knows no secret)."""
+        redacted, hits = self.lint.redact(value, patterns=False)
+        if hits:
+            self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
+        return redacted
+
     def payload(self, event_type: str, payload: Any) -> tuple[Any, Redaction | None]:
         """An event payload with the configured secrets redacted, and what was (``None``
         when it was clean); the caller publishes the event first, then the report.

@@ -31,8 +31,10 @@ from ..state import (
 )
 from ..tools import ToolRegistry
 from ._approvals import apply_decision
+from ._in_doubt import IN_DOUBT, apply_in_doubt_decision, interrupted, pause_interrupted_run
 from ._channel import EventChannel
 from ._context import RunContext
+from ._invocation import make_invocations
 from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
@@ -166,6 +168,8 @@ class AgentRuntime:
         self.hooks = HookRegistry(hooks)
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
         self._pipeline = HookPipeline(self.hooks, emit)
+        # A slow async listener's dropped deliveries are announced (it never slows the run).
+        self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
         self._redactor = Redactor(self.secret_lint, emit)
         secret_values = getattr(model, "secret_values", None)
@@ -192,6 +196,8 @@ class AgentRuntime:
         self._load_lock = asyncio.Lock()
         self._detached: str | None = None
         self._detached_message = ""
+        self._takeover = False  # restore(..., takeover=True): take the lease from a live owner
+        self._invocations = make_invocations(self)
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
         previous = claim(self)
@@ -209,21 +215,33 @@ class AgentRuntime:
         """Rebuild a runtime from saved state (e.g. after a kernel restart).
 
         A pending approval batch comes back and can be listed, approved or denied; a
-        suspended run can be continued with :meth:`resume`. The same as
-        ``AgentRuntime(model, storage=storage, session_id=session_id, ...)`` followed by
-        ``await runtime.load()``, except that a session with nothing saved is an error
-        (``session_not_found``). Like any new runtime of the session, it detaches an
-        older one of this process.
+        suspended run can be continued with :meth:`resume`. A run that a crash
+        interrupted is continued by :meth:`resume` too, from its operations on a durable
+        store; calls whose fate is unknown are listed at once as in-doubt items
+        (``controller.list_in_doubt()``) and the run continues when the last is decided.
+        The same as ``AgentRuntime(model, storage=storage, session_id=session_id, ...)``
+        followed by ``await runtime.load()``, except that a session with nothing saved is
+        an error (``session_not_found``). Like any new runtime of the session, it detaches
+        an older one of this process.
+
+        On a durable store the runtime takes the session's lease first: ``session_locked``
+        while another live owner holds it, unless ``takeover=True``.
         """
         if storage is None or not isinstance(storage, StateStorage):
             raise invalid_argument("restore() needs the storage the session was saved to")
         for option in ("state", "fresh"):
             if option in options:
                 raise invalid_argument(f"restore() loads the saved state, so it takes no {option}= option")
+        takeover = options.pop("takeover", False)
+        if not isinstance(takeover, bool):
+            raise invalid_argument(f"takeover must be a bool, got {takeover!r}")
         runtime = cls(model, tools=tools, storage=storage, session_id=validate_session_id(session_id), **options)
+        runtime._takeover = takeover
         if await runtime._load() is None:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
+        # A run a crash interrupted with calls in doubt waits for a person at once.
+        await pause_interrupted_run(runtime)
         return runtime
 
     async def load(self) -> AgentState:
@@ -233,6 +251,7 @@ class AgentRuntime:
         session before acting on it (``runtime.state``, the pending approvals; a chat
         widget shows them once loaded). Loading is done once: calling it again returns
         the state as it is now. After loading a saved state ``state.loaded`` is published.
+        On a durable store the session's lease is taken before the state is read.
 
         Raises:
             ArkError: the storage's load error if the saved state cannot be read
@@ -240,7 +259,8 @@ class AgentRuntime:
                 ``state_load_failed``); nothing is saved over it, and every run and
                 decision fails with the same error until it is fixed (or the runtime is
                 created with ``fresh=True``). ``state_conflict`` if this runtime was
-                detached (a newer runtime took the session).
+                detached (a newer runtime took the session). ``session_locked`` if
+                another live owner holds the session's lease.
         """
         await self._load()
         return self._state
@@ -254,6 +274,8 @@ class AgentRuntime:
         async with self._load_lock:
             if self._loaded:
                 return None
+            # The lease first (durable stores): what is read then is no live owner's work in progress.
+            await self._invocations.open(takeover=self._takeover)
             found = await load_session(self)
             self._loaded = True
             return found
@@ -425,6 +447,11 @@ class AgentRuntime:
             return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"),
                                 recheck=self._check_resumable)
         self._check_resumable()
+        state = self._state
+        if interrupted(state):
+            # Interrupted by a crash: the same run goes on where its operations stand.
+            return self._launch(lambda ctx: drive(self, ctx, resume_reason="interrupted"),
+                                run_id=state.current_run_id, turn=state.current_loop_count)
         return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"))
 
     def _check_resumable(self) -> None:
@@ -469,16 +496,34 @@ class AgentRuntime:
                     elif self._paused():
                         self._end_paused()
 
+    # -- InDoubtHost -------------------------------------------------------------------
+
+    async def apply_in_doubt_decision(self, item_id: str, resolution: str,
+                                      text: str | None = None) -> ApprovalDecisionResult:
+        """Apply a person's decision on an in-doubt call (the controller's only way in)."""
+        async with self._approval_lock:
+            return await apply_in_doubt_decision(self, item_id, resolution, text)
+
+    # -- closing ---------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """End this runtime's ownership of its session: on a durable store, commit what
+        is pending and release the lease, so another process may open the session."""
+        await self._invocations.aclose()
+
     # -- helpers the phases use ------------------------------------------------------
 
-    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None) -> RunHandle:
+    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None, *,
+                run_id: str | None = None, turn: int = 0) -> RunHandle:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NO_RUNNING_LOOP,
                            "starting a run needs a running asyncio loop: in a notebook cell call it directly "
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
-        ctx = RunContext(self._new_id("run"))
+        ctx = RunContext(run_id or self._new_id("run"))
+        ctx.turn = turn
+        ctx.continued = run_id is not None
         self._active = ctx
         pending_load = recheck if not self._loaded else None
         ctx.task = loop.create_task(self._guarded(ctx, make, pending_load), name=f"arknb-{ctx.run_id}")
@@ -504,7 +549,11 @@ class AgentRuntime:
 
     def _continue_after_approval(self, batch: PendingApprovalBatch) -> None:
         # The saved state already holds the batch as consumed (the last decision's save).
-        self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason="approval"))
+        # The paused run goes on under its own id: its operations are keyed by it, so a
+        # crash during the continuation finds them.
+        reason = "in_doubt_resolved" if batch.kind == IN_DOUBT else "approval"
+        self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason=reason),
+                     run_id=batch.run_id, turn=self._state.current_loop_count)
 
     def _release(self, ctx: RunContext) -> None:
         if self._active is ctx:
@@ -616,3 +665,11 @@ class AgentRuntime:
         detached = f", detached={self._detached!r}" if self._detached is not None else ""
         return (f"AgentRuntime(session_id={self.session_id!r}, tools={list(self.tools.names())}, "
                 f"hooks={self.hooks.names()}, running={self.is_running}{detached})")
+
+
+def _drop_reporter(emit: Callable[..., Any], bus: EventBus) -> Callable[[str, int], None]:
+    """The bus's ``on_dropped``: publish ``bus.dropped`` through the runtime's (weak) emit."""
+    def report(name: str, count: int) -> None:
+        emit(EventTypes.BUS_DROPPED, {"listener": name, "dropped": count, "total": bus.dropped_by.get(name, count)})
+
+    return report

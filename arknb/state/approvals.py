@@ -62,6 +62,13 @@ class PendingApprovalItem(BaseModel):
     decision: ApprovalDecision = ApprovalDecision.PENDING
     deny_reason: str | None = None
     decided_at: float | None = None
+    # An in-doubt item (batch kind "in_doubt", DESIGN §13): when the call last started,
+    # how many attempts are on record, and what the person decided ("rerun": it runs
+    # again, decision approved; "done" / "failed": answered with result_text, decision denied).
+    started_at: float | None = None
+    attempts: int = 0
+    resolution: Literal["rerun", "done", "failed"] | None = None
+    result_text: str | None = None
 
     def is_pending(self) -> bool:
         """True while no decision was made."""
@@ -130,9 +137,10 @@ class PendingApprovalBatch(BaseModel):
     created_at: float
     allowed_calls: tuple[ToolCall, ...] = ()
     denied_calls: tuple[DeniedCall, ...] = ()
-    kind: Literal["tool", "loop"] = "tool"
+    kind: Literal["tool", "loop", "in_doubt"] = "tool"
     """``tool``: dangerous or deferred calls; ``loop``: a detected loop waiting for
-    continue (approve) or stop (deny)."""
+    continue (approve) or stop (deny); ``in_doubt``: calls a crash left with an unknown
+    fate, waiting for rerun / mark_done / mark_failed (DESIGN §13)."""
 
     @model_validator(mode="after")
     def _check_unique_ids(self) -> PendingApprovalBatch:

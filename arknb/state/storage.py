@@ -68,7 +68,7 @@ def storage_location(storage: object) -> Hashable:
     """Where ``storage`` keeps its sessions, as a value equal for two stores on the same place.
 
     A store may name its place with a ``location`` attribute (``FileStateStorage``: its
-    resolved directory; ``SQLiteStateStorage``: its resolved file). A store without one is
+    resolved directory; ``SQLiteStore``: its resolved file). A store without one is
     its own place: two instances never share sessions (``MemoryStateStorage``).
     """
     location = getattr(storage, "location", None)

@@ -46,7 +46,8 @@ class Tool:
     """
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
-                 description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE) -> None:
+                 description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE,
+                 idempotent: bool = False) -> None:
         """Wrap ``fn``; prefer the :func:`tool` decorator.
 
         Args:
@@ -54,6 +55,9 @@ class Tool:
             name: The tool name; defaults to the function's ``__name__``.
             description: Overrides the docstring's first paragraph.
             risk: ``"safe"`` (default) or ``"dangerous"``.
+            idempotent: running the tool twice with the same ``ctx.idempotency_key`` has
+                the effect of running it once, so a durable runtime may run it again after
+                a crash instead of asking a person (DESIGN §13).
 
         Raises:
             ArkError: ``config/invalid_argument`` if the function cannot be a tool.
@@ -68,6 +72,8 @@ class Tool:
                 f"(pass name=... to @tool)")
         if description is not None and not isinstance(description, str):
             raise invalid_argument(f"tool description must be a str, got {type(description).__name__}")
+        if not isinstance(idempotent, bool):
+            raise invalid_argument(f"idempotent must be a bool, got {idempotent!r}")
         if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
             raise invalid_argument(f"tool {tool_name!r} is a generator; a tool must return a value")
 
@@ -81,6 +87,7 @@ class Tool:
         self._name = tool_name
         self._description = doc.description if description is None else description
         self._risk = risk_value
+        self._idempotent = idempotent
         self._validator = spec.model.__pydantic_validator__
         self._renamed = spec.renamed
         self._context_param = spec.context_param
@@ -113,6 +120,11 @@ class Tool:
         return self._risk
 
     @property
+    def idempotent(self) -> bool:
+        """True if the tool declared that repeating a call with the same idempotency key is harmless."""
+        return self._idempotent
+
+    @property
     def definition(self) -> ToolDefinition:
         """The definition sent to the model (built once)."""
         return self._definition
@@ -137,7 +149,8 @@ class Tool:
         return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"Tool(name={self._name!r}, risk={self._risk.value!r})"
+        extra = ", idempotent=True" if self._idempotent else ""
+        return f"Tool(name={self._name!r}, risk={self._risk.value!r}{extra})"
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate ``arguments`` and run the tool, turning every outcome into a result.
@@ -240,12 +253,12 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         risk: ToolRisk | str = ToolRisk.SAFE) -> Callable[[Callable[..., Any]], Tool]: ...
+         risk: ToolRisk | str = ToolRisk.SAFE, idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
-         description: str | None = None,
-         risk: ToolRisk | str = ToolRisk.SAFE) -> Tool | Callable[[Callable[..., Any]], Tool]:
+         description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE,
+         idempotent: bool = False) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a :class:`Tool`.
 
     The JSON Schema comes from the signature (via pydantic), the description from the
@@ -258,6 +271,9 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
         name: The tool name; defaults to the function name.
         description: Overrides the docstring.
         risk: ``"safe"`` (default) or ``"dangerous"`` (calls wait for approval).
+        idempotent: the tool dedups on ``ctx.idempotency_key`` (or has no side
+            effects), so after a crash a durable runtime runs an interrupted call
+            again instead of asking a person.
 
     Returns:
         A :class:`Tool`, or a decorator producing one when called with options.
@@ -277,12 +293,14 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
     if fn is not None:
         if isinstance(fn, Tool):
             return fn
-        return Tool(fn, name=name, description=description, risk=risk)
+        return Tool(fn, name=name, description=description, risk=risk, idempotent=idempotent)
     risk_value = _parse_risk(risk)  # fail at the decorator line, before the def
+    if not isinstance(idempotent, bool):
+        raise invalid_argument(f"idempotent must be a bool, got {idempotent!r}")
 
     def decorate(inner: Callable[..., Any]) -> Tool:
         target = inner.fn if isinstance(inner, Tool) else inner
-        return Tool(target, name=name, description=description, risk=risk_value)
+        return Tool(target, name=name, description=description, risk=risk_value, idempotent=idempotent)
 
     return decorate
 

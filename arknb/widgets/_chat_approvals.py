@@ -50,7 +50,9 @@ class ApprovalCards:
             batch = whole()
             if batch is None:
                 return []
-            return [{**approval_dict(item), "batch_id": str(batch.batch_id)} for item in batch.items]
+            # The batch's kind goes along: an "in_doubt" card offers rerun / done / failed (DESIGN §13).
+            return [{**approval_dict(item), "batch_id": str(batch.batch_id), "kind": str(getattr(batch, "kind", "tool"))}
+                    for item in batch.items]
         # A controller without the whole batch: only its pending items.
         return [a for a in map(approval_dict, controller.list_pending_approvals()) if a["decision"] == "pending"]
 
@@ -140,6 +142,24 @@ class ApprovalCards:
         else:
             self._ui[approval_id] = {"error": text}
         return False, text
+
+    async def resolve(self, resolution: str, approval_id: str, text: str | None) -> tuple[bool, str | None]:
+        """A person's decision on an in-doubt card (``rerun``, ``mark_done``, ``mark_failed``):
+        ask the controller; returns ``(ok, error text)`` and updates the card."""
+        controller = self.runtime.controller
+        if resolution == "rerun":
+            result = await controller.rerun(approval_id)
+        elif resolution == "mark_done":
+            result = await controller.mark_done(approval_id, text or "")
+        else:
+            result = await controller.mark_failed(approval_id, text or "marked failed in the chat")
+        self.dirty = True
+        if bool(getattr(result, "ok", True)):
+            self._record(approval_id, _value(getattr(result, "decision", None)) or resolution, None)
+            return True, None
+        error_message = error_text(getattr(result, "error", None)) or "the runtime refused the decision"
+        self._ui[approval_id] = {"error": error_message}
+        return False, error_message
 
     def failed(self, approval_id: str, exc: BaseException) -> tuple[bool, str]:
         """The controller raised: the card is live again and shows why."""

@@ -263,6 +263,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         if getattr(runtime, "is_running", False):
             return "a run is in progress: wait for it to finish, or press Stop"
         if self._cards.pending():
+            batch = getattr(getattr(runtime, "state", None), "pending_approval", None)
+            if getattr(batch, "kind", None) == "in_doubt":
+                return "a call may or may not have run: rerun it, or mark it done or failed first"
             return "a tool call waits for your approval: approve or deny it first"
         return ""
 
@@ -328,6 +331,17 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         reason = content.get("reason")
         self._decide(Action.DENY, str(content.get("approval_id") or ""), str(reason) if reason else None, request_id)
 
+    def _do_rerun(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.RERUN, str(content.get("approval_id") or ""), None, request_id)
+
+    def _do_mark_done(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.MARK_DONE, str(content.get("approval_id") or ""), str(content.get("text") or ""),
+                     request_id)
+
+    def _do_mark_failed(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.MARK_FAILED, str(content.get("approval_id") or ""), str(content.get("text") or ""),
+                     request_id)
+
     def _decide(self, action: str, approval_id: str, reason: str | None, request_id: Any) -> None:
         cards = self._cards
         refusal = cards.check(approval_id)  # re-read the controller before acting
@@ -339,7 +353,10 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         self.approvals = cards.items(detached=False)
 
         async def decide() -> None:
-            result = await cards.decide(action == Action.APPROVE, approval_id, reason)
+            if action in Action.IN_DOUBT_ACTIONS:  # an in-doubt card (DESIGN §13)
+                result = await cards.resolve(action, approval_id, reason)
+            else:
+                result = await cards.decide(action == Action.APPROVE, approval_id, reason)
             self._decided(action, approval_id, request_id, result)
 
         spawn(decide(), self._tasks,

@@ -294,6 +294,7 @@ function createView(model, el, store) {
     const had = active && approvalsBox.contains(active)
       ? { id: active.closest("[data-approval-id]")?.dataset.approvalId, testid: active.dataset.testid } : null;
     approvalsBox.replaceChildren(...items.map((a) => {
+      if (a.kind === "in_doubt") return inDoubtCard(a, ro, detached);
       const decision = decided.get(a.approval_id) || (a.decision !== "pending" ? a.decision : null);
       const busy = !decision && (a.deciding || deciding.has(a.approval_id));
       const usable = !ro && !detached && !decision && !busy && a.live !== false;
@@ -341,6 +342,48 @@ function createView(model, el, store) {
     }
   }
 
+  /** A call a crash left with an unknown fate (DESIGN §13): the person reruns it, or says
+   * what it did (its result text) or that it failed (the reason). */
+  function inDoubtCard(a, ro, detached) {
+    const decision = decided.get(a.approval_id) || (a.decision !== "pending" ? a.decision : null);
+    const busy = !decision && (a.deciding || deciding.has(a.approval_id));
+    const usable = !ro && !detached && !decision && !busy && a.live !== false;
+    const err = cardErrors.get(a.approval_id) || a.error;
+    const text = h("input", { class: "arknb-reason", testid: "arknb-in-doubt-text", type: "text",
+      placeholder: "what it returned, or why it failed", "aria-label": `Outcome of ${a.tool_name}`,
+      disabled: !usable });
+    const button = (testid, label, cls, type) => {
+      const b = h("button", { class: `arknb-btn ${cls}`, testid, type: "button", disabled: !usable }, label);
+      b.addEventListener("click", () => decide(a.approval_id, type, text.value.trim()));
+      return b;
+    };
+    let actions;
+    if (ro) actions = h("div", { class: "arknb-muted" }, "in doubt (read-only replay)");
+    else if (decision) {
+      actions = h("div", { class: "arknb-decision", testid: "arknb-approval-decision" },
+        { rerun: "↻ run again", done: "✓ marked done", failed: "✗ marked failed", approved: "↻ run again",
+          denied: "✓ settled by a person" }[decision] || decision);
+    } else if (busy) {
+      actions = h("span", { class: "arknb-muted", testid: "arknb-approval-deciding" }, "deciding…");
+    } else {
+      actions = h("div", { class: "arknb-approval-actions" },
+        button("arknb-rerun", "Rerun", "arknb-btn-primary", Action.RERUN), text,
+        button("arknb-mark-done", "Mark done", "", Action.MARK_DONE),
+        button("arknb-mark-failed", "Mark failed", "arknb-btn-danger", Action.MARK_FAILED));
+    }
+    const state = decision ? "decided" : busy ? "deciding" : usable ? "live" : "dead";
+    return h("div", { class: "arknb-card arknb-approval arknb-in-doubt", testid: "arknb-in-doubt",
+      "data-approval-id": a.approval_id, "data-deciding": String(!!busy), "data-state": state, role: "group",
+      "aria-label": `${a.tool_name} may or may not have run` },
+      h("div", { class: "arknb-card-head" },
+        h("span", { class: "arknb-tool-name" }, a.tool_name),
+        h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, "in doubt")),
+      a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
+      h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
+      actions,
+      err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
+  }
+
   /** After a decision, keyboard focus goes to the next card still waiting, else the send box. */
   function moveFocus(fromId) {
     const cards = [...approvalsBox.querySelectorAll("[data-testid='arknb-approval']")];
@@ -355,6 +398,7 @@ function createView(model, el, store) {
     cardErrors.delete(approvalId);
     const payload = { approval_id: approvalId };
     if (type === Action.DENY && reason) payload.reason = reason;
+    if ((type === Action.MARK_DONE || type === Action.MARK_FAILED) && reason) payload.text = reason;
     deciding.set(approvalId, store.request({ type, ...payload }));
     renderApprovals();
     moveFocus(approvalId);

@@ -102,7 +102,7 @@ def _install_hooks(runtime) -> None:
 
 
 def _store(kind: str, folder: pathlib.Path):
-    return ark.FileStateStorage(folder) if kind == "file" else ark.SQLiteStateStorage(folder / "arknb.db")
+    return ark.FileStateStorage(folder) if kind == "file" else ark.SQLiteStore(folder / "arknb.db")
 
 
 def _observe(runtime):

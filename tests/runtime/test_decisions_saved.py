@@ -16,7 +16,7 @@ import pytest
 
 import arknb as ark
 from arknb import EventTypes, ScriptedModel, ScriptedTurn
-from arknb.durable import SQLiteStateStorage
+from arknb.durable import SQLiteStore
 
 from ._approval_kit import EventLog, FaultyStorage, Tools, assert_history_paired, call, dangerous_turn
 
@@ -232,7 +232,7 @@ async def shared_store(request, tmp_path):
         stores = []
 
         def make():
-            stores.append(SQLiteStateStorage(tmp_path / "s.db"))
+            stores.append(SQLiteStore(tmp_path / "s.db"))
             return stores[-1]
 
         yield make, False

@@ -55,7 +55,7 @@ async def killed_session(_killed_template, tmp_path):
     shutil.copytree(template, directory)
     storage = open_storage(backend, directory)
     yield storage, directory, "killed-demo", approval_id
-    if isinstance(storage, ark.SQLiteStateStorage):
+    if isinstance(storage, ark.SQLiteStore):
         await storage.aclose()
 
 

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from arknb.domain import ArkError
-from arknb.durable import SQLiteStateStorage
+from arknb.durable import SQLiteStore
 from arknb.state import AgentState, FileStateStorage
 
 from .conftest import make_full_state
@@ -153,7 +153,7 @@ async def test_file_store_accepts_a_byte_order_mark(tmp_path):
 ])
 async def test_sqlite_store_refuses_hand_edits(tmp_path, edit, needle):
     db = tmp_path / "s.db"
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     await storage.save(make_full_state("s", revision=0))
     with sqlite3.connect(db) as conn:
         conn.execute(f"UPDATE sessions SET header = {edit}")
