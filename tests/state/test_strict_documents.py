@@ -188,7 +188,7 @@ async def test_a_save_at_the_stored_revision_refuses_a_state_edited_by_hand_sinc
     if store == "file":
         storage, path = FileStateStorage(tmp_path), tmp_path / "s.json"
     else:
-        storage, path = SQLiteStateStorage(tmp_path / "s.db"), tmp_path / "s.db"
+        storage, path = SQLiteStore(tmp_path / "s.db"), tmp_path / "s.db"
     await storage.save(make_full_state("s", revision=0))
     loaded = await storage.load("s")   # the instance knows the stored state now
     if store == "file":
