@@ -17,7 +17,7 @@ from ..state import (
     RESOLVED_APPROVALS_KEPT, ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch,
     PendingApprovalItem, ResolvedApproval,
 )
-from ._persistence import persist, persist_terminal, save_error
+from ._persistence import not_ours, persist, persist_terminal, save_error
 from ._tool_batch import BatchPlan
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
 
 def _not_saved(approval_id: str, error: ArkError) -> ArkError:
     """What a decision whose save failed answers: the cause, and what to do next."""
-    if error.code in (ErrorCode.STATE_CONFLICT, ErrorCode.STATE_CORRUPT, ErrorCode.STATE_VERSION_UNSUPPORTED):
+    if not_ours(error):
         # The stored session is not this runtime's to write: deciding again here cannot help.
         why = f"the decision on approval {approval_id!r} was not recorded, and nothing runs here"
     else:

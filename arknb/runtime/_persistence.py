@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["SaveOutcome", "autosave", "mark_not_resumable", "persist", "persist_terminal", "save_error", "save_state"]
+__all__ = ["SaveOutcome", "autosave", "mark_not_resumable", "not_ours", "persist", "persist_terminal", "save_error",
+           "save_state"]
 
 # Refusals that say the stored state is not ours to write: another runtime saved it,
 # or it cannot be read. Marking it not resumable would meddle with it.
@@ -106,6 +107,13 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
     return SaveOutcome(True)
 
 
+def not_ours(error: ArkError | None) -> bool:
+    """True if a save failed because the stored session is not this runtime's to write
+    (another runtime saved it or holds its lease, or it cannot be read): trying again here
+    cannot help."""
+    return error is not None and error.code in _NOT_OURS
+
+
 async def autosave(rt: AgentRuntime, ctx: RunContext, reason: str) -> None:
     """A skippable save during a run. A failure is reported (``state.persisted`` with
     ``ok`` false) and the run goes on, except when the stored session is not this
@@ -119,7 +127,7 @@ async def autosave(rt: AgentRuntime, ctx: RunContext, reason: str) -> None:
     """
     outcome = await persist(rt, ctx, reason)
     error = outcome.error
-    if outcome.ok or error is None or error.code not in _NOT_OURS:
+    if outcome.ok or not not_ours(error):
         return
     raise ArkError(error.layer, error.code, f"the run stopped at its {reason} save, before doing anything "
                    f"more: {error.message}", error.retryability)

@@ -361,3 +361,30 @@ async def test_a_decision_refused_by_a_newer_save_does_not_claim_the_call_still_
     assert "was not recorded, and nothing runs here" in refused.error.message
     assert "still waits" not in refused.error.message and "a new AgentRuntime with this session_id" in refused.error.message
     assert tools.names() == ["clear_cache"]
+
+
+class _LeaseTakenOver(ark.MemoryStateStorage):
+    """A store whose saves fail as a durable store's do once another kernel took the lease."""
+
+    taken = False
+
+    async def save(self, state):
+        if self.taken:
+            raise ArkError("storage", "lease_lost", f"session {state.session_id!r}: this runtime's lease "
+                           "(generation 1) was taken over; nothing was written")
+        return await super().save(state)
+
+
+async def test_a_decision_refused_because_another_took_the_lease_says_nothing_runs_here():
+    tools = Tools()
+    storage = _LeaseTakenOver()
+    runtime = _runtime(storage, [dangerous_turn()], tools=tools)
+    await runtime.run("clean up")
+    [item] = runtime.controller.list_pending_approvals()
+    storage.taken = True
+
+    refused = await runtime.controller.approve(item.approval_id)
+
+    assert refused.error.code == "lease_lost"
+    assert "was not recorded, and nothing runs here" in refused.error.message
+    assert "decide again" not in refused.error.message and tools.ran == []
