@@ -217,8 +217,9 @@ async def _settle(rt: AgentRuntime, what: str, *, hurry: bool) -> None:
         if still:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_TIMEOUT,
                            f"the {what} save was not attempted: an earlier save to {rt.storage!r} has not "
-                           f"finished after another {rt.save_timeout:g} s (save_timeout); it may still land",
-                           Retryability.CONDITIONAL)
+                           f"finished after another {rt.save_timeout:g} s (save_timeout); it may still land. If "
+                           "the storage never answers, open the session again in a new runtime: it reads what is "
+                           "stored", Retryability.CONDITIONAL)
     rt._unsettled = []
     for task in tasks:
         revision = None if task.cancelled() or task.exception() is not None else task.result()
