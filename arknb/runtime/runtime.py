@@ -488,13 +488,7 @@ class AgentRuntime:
             try:
                 return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
             finally:
-                if self._stop_after_decision:
-                    # Stop was pressed while the decision was saved: end what it led to.
-                    self._stop_after_decision = False
-                    if self._active is not None:
-                        self.cancel()   # the continued run, before it runs a call
-                    elif self._paused():
-                        self._end_paused()
+                self._stop_if_asked_while_deciding()
 
     # -- InDoubtHost -------------------------------------------------------------------
 
@@ -502,7 +496,21 @@ class AgentRuntime:
                                       text: str | None = None) -> ApprovalDecisionResult:
         """Apply a person's decision on an in-doubt call (the controller's only way in)."""
         async with self._approval_lock:
-            return await apply_in_doubt_decision(self, item_id, resolution, text)
+            try:
+                return await apply_in_doubt_decision(self, item_id, resolution, text)
+            finally:
+                self._stop_if_asked_while_deciding()
+
+    def _stop_if_asked_while_deciding(self) -> None:
+        """Stop was pressed while a decision was being saved (see :meth:`_cancel_paused`):
+        end what the decision led to, now that it is recorded (or was refused)."""
+        if not self._stop_after_decision:
+            return
+        self._stop_after_decision = False
+        if self._active is not None:
+            self.cancel()   # the run the decision continued, before it runs a call
+        elif self._paused():
+            self._end_paused()
 
     # -- closing ---------------------------------------------------------------------
 

@@ -297,3 +297,34 @@ async def test_stop_while_a_decision_is_saved_ends_the_run_once_and_runs_nothing
     saved = await storage.load("s")
     assert saved.last_stop_reason == "cancelled" and saved.pending_approval is None
     assert_history_paired(saved.history)
+
+
+async def test_stop_while_an_in_doubt_decision_is_saved_ends_the_run_and_reruns_nothing():
+    """The same for a call a crash left in doubt: Stop during Rerun's save is not lost, and
+    the call is not run again."""
+    from arknb import AgentMessage, AgentState
+
+    from ._approval_kit import Tools
+
+    tools = Tools()
+    storage = GatedSaves()
+    await storage.save(AgentState(session_id="s", is_running=True, current_run_id="run_old", history=(
+        AgentMessage.user("clean up"),
+        AgentMessage.assistant("On it.", tool_calls=[call("c1", "clear_cache", path="/tmp/cache")]))))
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["Done."]), tools=tools.all, storage=storage, session_id="s")
+    assert (await runtime.resume()).stop_reason == "awaiting_approval"   # the crash left c1 in doubt
+    [doubt] = runtime.controller.list_in_doubt()
+    log = EventLog(runtime)
+
+    storage.hold = True
+    deciding = asyncio.ensure_future(runtime.controller.rerun(doubt.operation_id))
+    await storage.entered.wait()
+    assert runtime.cancel() is True
+    storage.gate.set()
+    await deciding
+    result = await runtime.current_run
+
+    assert result.stop_reason == "cancelled" and tools.ran == []
+    assert [t for t in log.types() if t in (EventTypes.AGENT_CANCELLED, EventTypes.AGENT_SUCCESS)] == [
+        EventTypes.AGENT_CANCELLED]
+    assert_history_paired(runtime.state.history)
