@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from .model import ModelResponse
 from .tools import ToolCall, ToolResult
 
-__all__ = ["CallsInDoubt", "InDoubtCall", "ModelOutcome"]
+__all__ = ["CALL_DEFERRED", "CallsInDoubt", "InDoubtCall", "ModelOutcome"]
+
+CALL_DEFERRED = "call_deferred"
+"""The ``error_code`` of what a call returns when it hands itself to a person
+(``ToolContext.defer``). It never reaches the model: the call runs again once decided,
+under a new operation (a durable seam keys each such attempt apart)."""
 
 
 @dataclass(frozen=True, slots=True)

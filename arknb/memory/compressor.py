@@ -249,7 +249,7 @@ class ContextExtension(Extension):
     async def _summarize(self, conversation, start: int, end: int, request: ModelRequest,
                          state: AgentState) -> ContextSummary:
         text, source = await write_summary(conversation[start:end], summarize=self.config.summarize,
-                                           model=self._scope.model, config=request.config)
+                                           call_model=self._scope.call_model, config=request.config)
         scope = self._scope
         return ContextSummary(
             summary_id=scope.new_id("summary"), start=start, end=end, text=text,
@@ -259,7 +259,7 @@ class ContextExtension(Extension):
 
     async def _merge(self, chain: list[ContextSummary], request: ModelRequest, state: AgentState) -> ContextSummary:
         parts = [AgentMessage.user(f"Summary of messages {s.start + 1}-{s.end}:\n{s.text}") for s in chain]
-        text, source = await write_summary(parts, summarize=self.config.summarize, model=self._scope.model,
+        text, source = await write_summary(parts, summarize=self.config.summarize, call_model=self._scope.call_model,
                                            config=request.config)
         scope = self._scope
         first, last = chain[0], chain[-1]

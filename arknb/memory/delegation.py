@@ -64,6 +64,9 @@ class _Child:
     unsubscribe: Callable[[], None] | None = None
     last: AgentRunResult | None = None
     tasks: set = field(default_factory=set)
+    held: list | None = None
+    """The child's events kept back while it continues after its last approval and the
+    parent's call has not run again yet (see :meth:`SubAgentsExtension.hold`)."""
 
 
 class SubAgentsExtension(Extension):
@@ -165,6 +168,9 @@ class SubAgentsExtension(Extension):
         scope = self._scope
 
         def forward(event) -> None:  # an observer: it only re-publishes
+            if child.held is not None:
+                child.held.append(event)
+                return
             scope.republish(event, parent_run_id=child.parent_run_id, parent_call_id=child.call_id)
 
         child.unsubscribe = runtime.bus.subscribe("*", forward)
@@ -185,6 +191,7 @@ class SubAgentsExtension(Extension):
         except ArkError as exc:
             return ToolResult.from_error(exc)
         runtime = child.runtime
+        self.release(child)  # what the child did since its last approval nests under this call
         try:
             result = await self._drive(child, record, task)
         except asyncio.CancelledError:
@@ -225,6 +232,24 @@ class SubAgentsExtension(Extension):
             return last
         text = next((m.text for m in reversed(state.history) if m.role == "assistant" and m.text), "")
         return _finished(runtime, state.last_stop_reason, text)
+
+    def hold(self, child: _Child) -> None:
+        """Keep the child's events back until :meth:`release`.
+
+        After the child's last approval the child continues at once, but the parent's
+        call runs again only when the parent's own item is decided and its run resumes:
+        re-published meanwhile, the child's events would nest under the call's first,
+        paused attempt. Held, they are published when the call runs again (or the parent
+        run ends), so a timeline nests them under the attempt that waits for them.
+        """
+        if child.held is None:
+            child.held = []
+
+    def release(self, child: _Child) -> None:
+        """Publish the held events of ``child`` on the parent's bus (nested under its call) and stop holding."""
+        held, child.held = child.held, None
+        for event in held or ():
+            self._scope.republish(event, parent_run_id=child.parent_run_id, parent_call_id=child.call_id)
 
     def _later(self, awaitable) -> None:
         task = asyncio.get_running_loop().create_task(awaitable)
@@ -288,15 +313,20 @@ class _SubAgentKind(ApprovalKind):
                 "the parent with AgentRuntime.restore(...) (it rebuilds its sub-agents)"))
         inner = approval_id[len(agent) + 1:]
         controller = child.runtime.controller
+        if [n.approval_id for n in controller.list_pending_approvals()] == [inner]:
+            self.ext.hold(child)  # the last one: the child continues before the parent's call does
         decided = await (controller.approve(inner) if decision is ApprovalDecision.APPROVED
                          else controller.deny(inner, reason))
         if not decided.ok:
+            self.ext.release(child)
             return decided.model_copy(update={"approval_id": approval_id})
         if child.runtime.controller.list_pending_approvals():
+            self.ext.release(child)
             return ApprovalDecisionResult.success(approval_id, decided.decision, False)
         # The child has nothing left to decide and runs on: the parent's call may continue.
         outer = await self.ext._scope.controller.approve(item.approval_id)
         if not outer.ok:
+            self.ext.release(child)
             return outer.model_copy(update={"approval_id": approval_id})
         return ApprovalDecisionResult.success(approval_id, decided.decision, outer.all_decided)
 
@@ -328,6 +358,8 @@ class _CancelChildren(AgentHook):
         self.ext = extension
 
     async def after_run(self, ctx: AfterRunHookContext) -> None:
+        for child in list(self.ext.children.values()):
+            self.ext.release(child)  # a run that ends before the call ran again: nothing stays held
         if ctx.result.stop_reason != "cancelled":
             return
         for child in list(self.ext.children.values()):

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role
 
-__all__ = ["SUMMARY_INSTRUCTIONS", "render_transcript", "write_summary"]
+__all__ = ["SUMMARY_INSTRUCTIONS", "SUMMARY_PURPOSE", "render_transcript", "write_summary"]
 
 SUMMARY_INSTRUCTIONS = (
     "You summarise part of a conversation between a user and an AI assistant that uses tools, so the "
@@ -33,9 +33,17 @@ def render_transcript(messages: Sequence[AgentMessage]) -> str:
     return "\n".join(lines)
 
 
+SUMMARY_PURPOSE = "context_summary"
+"""The ``purpose`` of the runtime-model calls that write summaries (in their ``llm.*`` events)."""
+
+
 async def write_summary(messages: Sequence[AgentMessage], *, summarize: Callable[..., Any] | None,
-                        model: Any, config: ModelConfig | None) -> tuple[str, str]:
+                        call_model: Callable[..., Any], config: ModelConfig | None) -> tuple[str, str]:
     """A summary of ``messages``; returns ``(text, source)`` with source ``"summarize"`` or ``"model"``.
+
+    Without ``summarize`` the runtime's own model writes it through ``call_model``
+    (``ExtensionScope.call_model``: announced as ``llm.*`` with purpose
+    ``context_summary`` and counted in the run's usage).
 
     Raises:
         ArkError: ``context_summary_failed`` (runtime) when the function or the model
@@ -48,7 +56,8 @@ async def write_summary(messages: Sequence[AgentMessage], *, summarize: Callable
     request = ModelRequest(messages=(AgentMessage.system(SUMMARY_INSTRUCTIONS),
                                      AgentMessage.user(render_transcript(messages))),
                            tools=(), config=config or ModelConfig())
-    response = await _attempt(lambda: model.generate(request), "the model could not write the summary")
+    response = await _attempt(lambda: call_model(request, purpose=SUMMARY_PURPOSE),
+                              "the model could not write the summary")
     return _checked(response.message.text, "the model"), "model"
 
 

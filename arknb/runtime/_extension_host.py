@@ -300,7 +300,8 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
         tools=lambda: live()._offered_tools(), set_slice=set_slice,
         emit=lambda event_type, payload: live()._emit(event_type, payload), persist=save,
         clock=lambda: live()._clock(), new_id=lambda prefix: live()._new_id(prefix),
-        runtime_options=runtime_options, controller=lambda: live().controller)
+        runtime_options=runtime_options, controller=lambda: live().controller,
+        call_model=lambda request, purpose: own_model_call(live(), request, purpose))
     return ExtensionScope(name, model=rt.model, bus=rt.bus, ports=ports)
 
 
@@ -326,3 +327,25 @@ def _diagnostic(rt: AgentRuntime, hook: str, slot: str, exc: BaseException) -> N
     rt._emit(EventTypes.HOOK_DIAGNOSTIC, lambda: {
         "slot": slot, "hook": hook, "kind": "exception", "message": f"{type(exc).__name__}: {exc}",
         "fail_closed": False})
+
+
+async def own_model_call(rt: AgentRuntime, request: Any, purpose: str) -> Any:
+    """An extension's model call (``ExtensionScope.call_model``): announced, counted, cancellable."""
+    from ..events.envelope import flat_items, flat_payload
+    from ..hooks.pipeline import jsonable
+
+    ctx = rt._active
+    turn = ctx.turn if ctx is not None else 0
+    rt._emit(EventTypes.LLM_BEFORE, lambda: flat_payload(
+        turn=turn, attempt=0, model=request.config.model or None, message_count=len(request.messages),
+        tools=flat_items(t.name for t in request.tools), responded_by_hook=False, purpose=purpose))
+    response = await rt.model.generate(request, cancel=ctx.cancel if ctx is not None else None)
+    if ctx is not None:
+        ctx.usage = ctx.usage + response.usage
+    rt._set_state(usages=rt.state.usages + (response.usage,))
+    message = response.message
+    rt._emit(EventTypes.LLM_AFTER, lambda: flat_payload(
+        turn=turn, message=jsonable(message), finish_reason=response.finish_reason.value,
+        usage=flat_payload(response.usage.model_dump()), raw_text=message.text,
+        raw_reasoning=message.reasoning_text, retried=False, purpose=purpose))
+    return response

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
+from ..domain.invocation import CALL_DEFERRED
 from ..events import EventTypes
 from ..events.envelope import flat_payload
 from ..hooks import HookSlot, ToolCallAction, ToolCallHookContext, ToolResultAction, ToolResultHookContext
@@ -80,7 +81,7 @@ class _Deferrals:
     def add(self, call_id: str, reason: str, kind: str, detail: dict | None) -> ToolResult:
         self.calls[call_id] = (reason, kind, detail)
         # What the tool returns; it never reaches the model (the call waits for a person).
-        return ToolResult.from_text(f"deferred: {reason}", is_error=True, error_code="call_deferred")
+        return ToolResult.from_text(f"deferred: {reason}", is_error=True, error_code=CALL_DEFERRED)
 
 
 def tool_message(call: ToolCall, result: ToolResult) -> AgentMessage:

@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Sequence
 
-from ..domain import ArkError, ErrorCode, ErrorLayer, ToolCall, ToolResult
+from ..domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, ToolCall, ToolResult
 from ..state import (
     AgentState, ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
 )
@@ -201,6 +201,24 @@ class ExtensionScope:
         run and sequence are unchanged."""
         self.bus.publish(event.with_parent(parent_run_id, parent_call_id))
 
+    async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:
+        """Ask the runtime's model on the extension's own behalf (a summary, a classification).
+
+        The call is a model call like the loop's: it is announced as ``llm.before`` /
+        ``llm.after`` carrying ``purpose`` (so a trace and the timeline show it), its token
+        usage counts in the run's result and in ``state.usages``, the run's cancellation
+        stops it, and known secrets are redacted from its events. It does not go through
+        the user's model hooks: those are written for the agent's own turns (a request
+        rewrite, a cached ``respond``, a retry policy), and it is made from inside one.
+
+        Raises:
+            ArkError: ``invalid_argument`` for an empty purpose; whatever the model raises.
+        """
+        if not isinstance(purpose, str) or not purpose.strip():
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"extension {self.name!r}: call_model() needs a purpose such as 'context_summary'")
+        return await self._ports.call_model(request, purpose.strip())
+
     def runtime_options(self) -> dict[str, Any]:
         """What a runtime like this one is built from, for building a sibling (``SubAgent.clone``):
         ``model``, ``tools`` (the user's tools, not the extensions'), ``hooks`` (a copy of the
@@ -243,6 +261,7 @@ class _ScopePorts:
     new_id: Callable[[str], str]
     runtime_options: Callable[[], dict[str, Any]]
     controller: Callable[[], Any]
+    call_model: Callable[[Any, str], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)

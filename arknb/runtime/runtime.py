@@ -496,7 +496,7 @@ class AgentRuntime:
     def _end_paused(self) -> None:
         # Ending a paused run is a (very short) run of its own: the same terminal path
         # answers the frozen calls, saves (mandatory), publishes agent.cancelled, after_run.
-        batch = state.pending_approval
+        batch = self._state.pending_approval
         self._set_state(pending_approval=None)
         if batch is not None and batch.finished_calls:
             # Calls that already ran keep their real results; only the others are "not executed".

@@ -155,7 +155,9 @@ def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 b.turns[rid] = turn
             b.close(b.models.pop(rid, None), e, pos, "unfinished")
             attempt = p.get("attempt")
-            label = f"model call{'' if not attempt or attempt == 1 else f' (attempt {attempt})'}"
+            # An extension's own call (a context summary) says what it was for.
+            what = f"{str(p['purpose']).replace('_', ' ')} call" if p.get("purpose") else "model call"
+            label = f"{what}{'' if not attempt or attempt == 1 else f' (attempt {attempt})'}"
             b.models[rid] = b.open("model", label, e, pos, turn, turn=p.get("turn"))
         elif etype == "llm.after":
             b.close(b.models.pop(rid, None), e, pos, "ok")

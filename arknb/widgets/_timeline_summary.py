@@ -132,7 +132,8 @@ def summary(event: Mapping[str, Any]) -> str:
     if etype == "llm.before":
         tools = p.get("tools") if isinstance(p.get("tools"), (list, tuple)) else ()
         count = p.get("message_count")
-        return _join(f"turn {_q(p.get('turn'))}", str(p.get("model") or ""),
+        return _join(f"turn {_q(p.get('turn'))}", f"for {p['purpose']}" if p.get("purpose") else "",
+                     str(p.get("model") or ""),
                      f"{count} messages" if isinstance(count, int) else "",
                      f"{len(tools)} tools" if tools else "",
                      "answered by a hook" if p.get("responded_by_hook") else "")

@@ -285,10 +285,14 @@ class Transcript:
         self._notice("info", f"resumed ({p.get('reason') or 'resume'})")
 
     def _on_llm_before(self, p: Mapping[str, Any]) -> None:
+        if p.get("purpose"):
+            return  # an extension's own call (a context summary): not a message of the conversation
         self._close_streams()
         self._current = self._add("assistant", text="", reasoning="", streaming=True, run_id=self.run_id)
 
     def _on_llm_after(self, p: Mapping[str, Any]) -> None:
+        if p.get("purpose"):
+            return  # an extension's own call: its text is not the assistant's answer
         current = self._current
         self._close_streams()
         message = p.get("message")

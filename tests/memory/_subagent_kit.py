@@ -44,6 +44,20 @@ def cleaner_turns() -> list:
             "The cache at /tmp/cache is cleared."]
 
 
+def counting_cleaner_turns() -> list:
+    """A cleaner that first counts the files (a safe tool that runs at once), then clears
+    the cache (needs approval), then reports."""
+    return [ScriptedTurn(text="Counting first.", tool_calls=[call("k0", "count_files", path="/tmp/cache")]),
+            *cleaner_turns()]
+
+
+def open_store(kind: str, directory: Path):
+    """The store a crash test runs on: ``file`` (FileStateStorage) or ``sqlite`` (SQLiteStore)."""
+    if kind == "sqlite":
+        return ark.SQLiteStore(Path(directory) / "arknb.sqlite3")
+    return ark.FileStateStorage(directory)
+
+
 def cleaner(directory: Path, storage, turns: list | None = None) -> ark.SubAgent:
     model = ScriptedModel(turns if turns is not None else cleaner_turns())
     return ark.SubAgent("cleaner", "Clears caches. Give it the folder.",
@@ -51,6 +65,6 @@ def cleaner(directory: Path, storage, turns: list | None = None) -> ark.SubAgent
                                                      session_id=sid))
 
 
-def effects(directory: Path) -> list[str]:
-    path = Path(directory) / "effects.log"
+def effects(directory: Path, name: str = "effects.log") -> list[str]:
+    path = Path(directory) / name
     return path.read_text().splitlines() if path.exists() else []

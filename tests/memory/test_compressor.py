@@ -238,3 +238,61 @@ async def test_a_bad_count_tokens_result_is_named() -> None:
     runtime = ark.AgentRuntime(chatty(1), compressor=ContextCompressor(100, count_tokens=lambda m: "many"))
     result = await runtime.run("hi")
     assert result.stop_reason == "failed" and "count_tokens must return an int" in result.error.message
+
+
+async def test_the_summary_call_is_announced_counted_and_kept_out_of_the_users_hooks_and_the_chat() -> None:
+    turns: list = [ScriptedTurn(text=f"answer{i} " + "lorem " * 30, usage=ark.Usage(input_tokens=10, output_tokens=5))
+                   for i in range(4)]
+    turns.insert(3, ScriptedTurn(text="Three questions, all answered.",
+                                 usage=ark.Usage(input_tokens=700, output_tokens=9)))
+    runtime = ark.AgentRuntime(ScriptedModel(turns), compressor=ContextCompressor(300, keep_last=2))
+    seen_by_hook: list[int] = []
+
+    @runtime.hooks.before_model_call(name="count")
+    def count(ctx):
+        seen_by_hook.append(len(ctx.request.messages))
+
+    events = record(runtime)
+    await converse(runtime, 3)
+    result = await runtime.run("question3 " + "ipsum " * 20)
+    assert result.stop_reason == "completed"
+
+    # Announced: llm.before / llm.after with its purpose, in the run and turn it served.
+    befores = [e for e in of(events, EventTypes.LLM_BEFORE) if e.run_id == result.run_id]
+    afters = [e for e in of(events, EventTypes.LLM_AFTER) if e.run_id == result.run_id]
+    assert [e.payload.get("purpose") for e in befores] == ["context_summary", None]
+    assert [e.payload.get("purpose") for e in afters] == ["context_summary", None]
+    assert befores[0].payload["turn"] == befores[1].payload["turn"] and not befores[0].payload["tools"]
+    assert afters[0].payload["message"]["contents"][0]["text"] == "Three questions, all answered."
+    # Counted: in the run's usage and in the session's usages (one entry per model call).
+    assert result.usage.input_tokens == 710 and result.usage.output_tokens == 14
+    assert len(runtime.state.usages) == 5 and runtime.state.total_usage.input_tokens == 740
+    # Not through the user's hooks: they saw the four turns only.
+    assert len(seen_by_hook) == 4
+    # The chat shows no assistant message for it.
+    from arknb.widgets._transcript import Transcript
+    transcript = Transcript()
+    for event in events:
+        transcript.apply(event)
+    texts = [e.get("text") for e in transcript.snapshot()["entries"] if e.get("kind") == "assistant"]
+    assert "Three questions, all answered." not in texts and len(texts) == 4
+
+
+async def test_the_compressions_hook_decision_names_the_replaced_range_and_the_summary_not_the_request() -> None:
+    runtime = ark.AgentRuntime(chatty(6), compressor=ContextCompressor(300, keep_last=2, summarize=Summaries()))
+    events = record(runtime)
+    await converse(runtime, 6)
+    decisions = [e.payload for e in of(events, EventTypes.HOOK_DECISION) if e.payload["hook"] == "context_compressor"]
+    compressed = of(events, EventTypes.CONTEXT_COMPRESSED)
+    assert decisions and len(decisions) == len(compressed)
+    for decision, mark in zip(decisions, compressed):
+        before, after = decision["before"], decision["after"]
+        replaced = mark.payload["replaced"]
+        # The range that became the summary (after the system prompt, none here) ...
+        assert before["replaced"]["start"] == replaced["start"] and before["replaced"]["end"] == replaced["end"]
+        assert "messages" not in before["replaced"] or len(before["replaced"]["messages"]) <= 4
+        # ... and the one message put in its place; the messages both requests share are left out.
+        [summary] = after["inserted"]["messages"]
+        assert summary["contents"][0]["text"].startswith("[Summary of the first")
+        assert after["message_count"] == before["message_count"] - replaced["end"] + 1
+        assert len(json.dumps(decision)) < 2_000  # not the history: it grows with every turn

@@ -45,6 +45,9 @@ class FakeScope:
     def clock(self) -> float:
         return 1.0
 
+    async def call_model(self, request, *, purpose):
+        raise AssertionError("these tests summarise with summarize=..., never the model")
+
 
 words = st.text(alphabet="abcdefgh ", min_size=0, max_size=240)
 

@@ -5,13 +5,15 @@ the dangerous tool executed exactly once (counted in a side-effect file)."""
 from __future__ import annotations
 
 import asyncio
+
+import pytest
 from pathlib import Path
 
 import arknb as ark
 from arknb import EventTypes
 
 from ._kill import run_until_line
-from ._subagent_kit import cleaner, effects
+from ._subagent_kit import cleaner, effect_tools, effects, open_store
 
 CHILD = Path(__file__).with_name("_subagent_child.py")
 
@@ -51,3 +53,54 @@ async def test_a_parent_whose_subagent_awaits_approval_is_restored_approved_and_
     nested = [e for e in seen if e.session_id == "boss.cleaner.1"]
     assert nested and {e.parent_call_id for e in nested} == {"d1"}
     assert EventTypes.AGENT_SUCCESS in [e.type for e in nested]
+
+
+DURABLE_CHILD = Path(__file__).with_name("_subagent_durable_child.py")
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+async def test_a_delegation_killed_while_its_child_awaits_approval_reruns_no_finished_tool(tmp_path, kind) -> None:
+    """SIGKILL while the child waits for approval, on a file store and on SQLiteStore (where
+    every call is an operation): restored, approved at the parent, both complete; the
+    parent's finished call and the child's finished turn never run again."""
+    line = run_until_line(DURABLE_CHILD, str(tmp_path), kind, prefix="AWAITING ")
+    approval_id = line.split()[1]
+    assert approval_id == "cleaner/" + approval_id.split("/", 1)[1]
+    assert effects(tmp_path) == []
+    assert effects(tmp_path, "counted.log") == ["counted /parent", "counted /tmp/cache"]
+
+    storage = open_store(kind, tmp_path)
+    count_files = effect_tools(tmp_path)[1]
+    parent = await ark.AgentRuntime.restore(
+        "boss", storage=storage, model=ark.ScriptedModel(["The cleaner freed the space."]), tools=[count_files],
+        subagents=[cleaner(tmp_path, storage, ["The cache at /tmp/cache is cleared."])])
+    try:
+        assert [i.approval_id for i in parent.controller.list_pending_approvals()] == [approval_id]
+        decided = await parent.controller.approve(approval_id)
+        assert decided.ok and decided.all_decided
+        result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        assert result.stop_reason == "completed" and result.text == "The cleaner freed the space."
+        assert effects(tmp_path) == ["cleared /tmp/cache"]  # the approved call, once
+        # Nothing that finished before the kill ran again: not the parent's call, not the child's turn.
+        assert effects(tmp_path, "counted.log") == ["counted /parent", "counted /tmp/cache"]
+        answers = {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"}
+        assert answers == {"p0": "/parent holds 3 files", "d1": "The cache at /tmp/cache is cleared."}
+        child = await storage.load("boss.cleaner.1")
+        assert child.last_stop_reason == "completed" and child.pending_approval is None
+        child_answers = [m.tool_call_id for m in child.history if m.role == "tool"]
+        assert child_answers == ["k0", "k1"]  # one answer per call: nothing ran twice
+        if kind == "sqlite":
+            # The child's operations: each tool call once, none left executing.
+            operations = await storage.list_operations("boss.cleaner.1")
+            tools = [o for o in operations if o.kind == "tool_call"]
+            assert sorted(o.purpose_key.rsplit(":", 1)[1] for o in tools) == ["k0", "k1"]
+            assert all(o.completed for o in operations)
+            # The parent's: p0 once; delegate_task once per attempt (the one that deferred
+            # itself, then the one after the approval), so the rerun never reused the deferral.
+            parent_tools = [o.purpose_key.rsplit(":", 1)[1] for o in await storage.list_operations("boss")
+                            if o.kind == "tool_call"]
+            assert sorted(parent_tools) == ["d1", "d1.a1", "p0"]
+    finally:
+        await parent.aclose()
+        if kind == "sqlite":
+            await storage.aclose()

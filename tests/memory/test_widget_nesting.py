@@ -100,6 +100,33 @@ async def test_timeline_spans_nest_a_child_run_under_the_delegate_call(tmp_path)
     assert first_delegate["status"] == "deferred"  # it handed itself to a person for the child's approval
 
 
+async def test_a_child_run_continued_after_its_approval_nests_under_the_resumed_delegate_call(tmp_path) -> None:
+    parent, events = await delegated_run(tmp_path)
+    [item] = parent.controller.list_pending_approvals()
+    await parent.controller.approve(item.approval_id)
+    await parent.current_run.wait()
+    found = spans([e.to_dict() for e in events])
+    by_id = {s["id"]: s for s in found}
+    first, second = [s for s in found if s["label"] == "delegate_task d1"]
+    assert first["status"] == "deferred" and second["status"] == "ok"
+
+    def run_of(span):
+        while span["kind"] != "run":
+            span = by_id[span["parent"]]
+        return span
+
+    # The call's second attempt belongs to the parent's resumed run, not the paused one ...
+    assert run_of(first) is not run_of(second) and "resumed" in run_of(second)["label"]
+    # ... and the child's continued run (its approved clear_cache, after the deferred one) nests under it.
+    clear = [s for s in found if s["label"].startswith("clear_cache")][-1]
+    continued = run_of(clear)
+    assert "resumed" in continued["label"] and by_id[continued["parent"]] is second
+    # On the parent's bus the child's continuation follows the call's second tool.before.
+    before = [i for i, e in enumerate(events) if e.type == EventTypes.TOOL_BEFORE and e.session_id == "p"]
+    resumed = next(i for i, e in enumerate(events) if e.type == EventTypes.AGENT_RESUMED and e.session_id != "p")
+    assert before[-1] < resumed
+
+
 async def test_timeline_marks_each_compression() -> None:
     model = ScriptedModel([f"answer{i} " + "lorem " * 40 for i in range(4)])
     runtime = ark.AgentRuntime(model, compressor=ContextCompressor(

@@ -169,7 +169,9 @@ export class TimelineIndex {
       }
       this.close(this.models.get(rid), e, pos, t, "unfinished");
       const attempt = p.attempt;
-      const label = `model call${!attempt || attempt === 1 ? "" : ` (attempt ${attempt})`}`;
+      // An extension's own call (a context summary) says what it was for.
+      const what = p.purpose ? `${String(p.purpose).replace(/_/g, " ")} call` : "model call";
+      const label = `${what}${!attempt || attempt === 1 ? "" : ` (attempt ${attempt})`}`;
       this.models.set(rid, this.open("model", label, e, pos, t, turn, { turn: p.turn }));
     } else if (type === "llm.after") {
       this.close(this.models.get(rid), e, pos, t, "ok");

@@ -117,7 +117,8 @@ export function summary(e) {
     }
     case "llm.before": {
       const tools = Array.isArray(p.tools) ? p.tools : [];
-      return join(`turn ${p.turn ?? "?"}`, str(p.model || ""), isInt(p.message_count) ? `${p.message_count} messages` : "",
+      return join(`turn ${p.turn ?? "?"}`, p.purpose ? `for ${str(p.purpose)}` : "", str(p.model || ""),
+        isInt(p.message_count) ? `${p.message_count} messages` : "",
         tools.length ? `${tools.length} tools` : "", p.responded_by_hook ? "answered by a hook" : "");
     }
     case "llm.retry":
