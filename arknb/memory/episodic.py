@@ -261,8 +261,20 @@ def _store_of(value: Any) -> EpisodeStore:
         return JsonlEpisodeStore(path / EPISODES_FILE)
     if isinstance(value, EpisodeStore):
         return value
-    raise invalid_argument(f"EpisodicMemory needs a folder, a .sqlite/.db/.jsonl path or an EpisodeStore "
-                           f"(async add(episode) and episodes(start)), got {type(value).__name__}")
+    # A session store (the runtime's own storage=): episodes go where it keeps its sessions.
+    location = getattr(value, "location", None)
+    if isinstance(location, tuple) and len(location) == 2 and isinstance(location[1], str):
+        kind, where = location
+        if kind == "sqlite":
+            return SQLiteEpisodeStore(where)  # its own table in the store's database file
+        if kind == "file":
+            return JsonlEpisodeStore(Path(where) / EPISODES_FILE)
+        raise invalid_argument(f"EpisodicMemory cannot keep episodes in a {type(value).__name__} ({kind}) yet: "
+                               "pass a folder, a .sqlite/.db/.jsonl path, an ark.SQLiteStore or "
+                               "ark.FileStateStorage, or an EpisodeStore of your own")
+    raise invalid_argument(f"EpisodicMemory needs a folder, a .sqlite/.db/.jsonl path, an ark.SQLiteStore or "
+                           f"ark.FileStateStorage, or an EpisodeStore (async add(episode) and episodes(start)), "
+                           f"got {type(value).__name__}")
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -182,3 +182,33 @@ async def test_a_bad_embedding_is_named() -> None:
 def test_sqlite_path_selects_the_sqlite_store(tmp_path) -> None:
     assert isinstance(ark.EpisodicMemory(tmp_path / "m.sqlite").store, SQLiteEpisodeStore)
     assert isinstance(ark.EpisodicMemory(os.fspath(tmp_path)).store, JsonlEpisodeStore)
+
+
+async def test_the_runtimes_sqlite_store_keeps_the_episodes_next_to_its_sessions(tmp_path) -> None:
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    try:
+        memory = ark.EpisodicMemory(store)
+        assert isinstance(memory.store, SQLiteEpisodeStore)
+        runtime = ark.AgentRuntime(ScriptedModel(["The deploy key rotates on Mondays."]), storage=store,
+                                   session_id="ops", memory=memory)
+        await runtime.run("When does the deploy key rotate?")
+        await runtime.aclose()
+        # Another session (another process, the same file) finds it; the sessions are untouched.
+        other = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+        [episode] = await ark.EpisodicMemory(other).episodes()
+        await other.aclose()
+        assert episode.session_id == "ops" and "Mondays" in episode.summary
+        assert (await store.load("ops")).history[-1].text == "The deploy key rotates on Mondays."
+    finally:
+        await store.aclose()
+
+
+def test_a_file_store_keeps_the_episodes_in_its_folder_and_other_stores_are_refused(tmp_path) -> None:
+    memory = ark.EpisodicMemory(ark.FileStateStorage(tmp_path))
+    assert isinstance(memory.store, JsonlEpisodeStore) and memory.store.path.parent == tmp_path
+
+    class Elsewhere:
+        location = ("postgres", "db")
+
+    with pytest.raises(ark.ArkError, match="cannot keep episodes in a Elsewhere"):
+        ark.EpisodicMemory(Elsewhere())
