@@ -220,7 +220,10 @@ class SubAgentsExtension(Extension):
         if handle is not None:
             return await handle.wait()
         state = runtime.state
-        if not record.get("started"):
+        # The child's own saved state says whether the task began: the parent's record of it
+        # may not have been saved when a crash came (running the task again would leave the
+        # child's interrupted call unanswered in its history).
+        if not record.get("started") and not state.history:
             self._mark_started(child.call_id)
             return await runtime.run(task)
         if state.pending_approval is not None:
@@ -272,7 +275,10 @@ class SubAgentsExtension(Extension):
             "agent": Annotated[str, Field(description="The sub-agent's name.", json_schema_extra={"enum": names})],
             "task": Annotated[str, Field(min_length=1, description="The complete task for the sub-agent.")],
             "ctx": ToolContext, "return": ToolResult | str}
-        delegate_task = tool(name=DELEGATE_TASK, description=(
+        # Idempotent: run again with the same call id it picks its child up where the child
+        # stands (a durable store then continues a delegation a crash interrupted, rather
+        # than asking a person whether it ran).
+        delegate_task = tool(name=DELEGATE_TASK, idempotent=True, description=(
             "Hand a self-contained task to a sub-agent, which works on it with its own tools and context and "
             "returns its final answer as this tool's result. Describe the task fully: the sub-agent does not "
             f"see this conversation. Sub-agents:\n{listing}"))(delegate_task)
@@ -313,22 +319,42 @@ class _SubAgentKind(ApprovalKind):
                 "the parent with AgentRuntime.restore(...) (it rebuilds its sub-agents)"))
         inner = approval_id[len(agent) + 1:]
         controller = child.runtime.controller
+        return await self._decide(item, child, approval_id, inner, lambda: (
+            controller.approve(inner) if decision is ApprovalDecision.APPROVED else controller.deny(inner, reason)))
+
+    async def route_in_doubt(self, batch: PendingApprovalBatch, item: PendingApprovalItem, item_id: str,
+                             resolution: str, text: str | None) -> ApprovalDecisionResult | None:
+        child = self._child_of(item)
+        agent = item.detail.get("agent")
+        if child is None or not agent or not item_id.startswith(f"{agent}/"):
+            return None
+        inner = item_id[len(agent) + 1:]
+        controller = child.runtime.controller
+        decide = {"rerun": lambda: controller.rerun(inner), "done": lambda: controller.mark_done(inner, text or ""),
+                  "failed": lambda: controller.mark_failed(inner, text or "")}.get(resolution)
+        if decide is None:
+            return None
+        return await self._decide(item, child, item_id, inner, decide)
+
+    async def _decide(self, item: PendingApprovalItem, child: _Child, approval_id: str, inner: str,
+                      decide) -> ApprovalDecisionResult:
+        """Decide ``inner`` in the child; once it has nothing left to decide, approve ``item``."""
+        controller = child.runtime.controller
         if [n.approval_id for n in controller.list_pending_approvals()] == [inner]:
             self.ext.hold(child)  # the last one: the child continues before the parent's call does
-        decided = await (controller.approve(inner) if decision is ApprovalDecision.APPROVED
-                         else controller.deny(inner, reason))
+        decided = await decide()
         if not decided.ok:
             self.ext.release(child)
             return decided.model_copy(update={"approval_id": approval_id})
         if child.runtime.controller.list_pending_approvals():
             self.ext.release(child)
-            return ApprovalDecisionResult.success(approval_id, decided.decision, False)
+            return decided.model_copy(update={"approval_id": approval_id, "all_decided": False})
         # The child has nothing left to decide and runs on: the parent's call may continue.
         outer = await self.ext._scope.controller.approve(item.approval_id)
         if not outer.ok:
             self.ext.release(child)
             return outer.model_copy(update={"approval_id": approval_id})
-        return ApprovalDecisionResult.success(approval_id, decided.decision, outer.all_decided)
+        return decided.model_copy(update={"approval_id": approval_id, "all_decided": outer.all_decided})
 
     async def on_decided(self, batch: PendingApprovalBatch, item: PendingApprovalItem) -> None:
         if item.decision is ApprovalDecision.DENIED:

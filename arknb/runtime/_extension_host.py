@@ -210,14 +210,20 @@ class ExtensionHost:
             listed.extend((item,) if expanded is None else expanded)
         return listed
 
-    async def route(self, batch: PendingApprovalBatch | None, approval_id: str, decision: ApprovalDecision,
-                    reason: str | None) -> ApprovalDecisionResult | None:
-        """Decide an id one of the batch's kinds listed for an item (None: not such an id)."""
+    async def route(self, batch: PendingApprovalBatch | None, approval_id: str, decision: ApprovalDecision | None,
+                    reason: str | None, *, resolution: str | None = None,
+                    text: str | None = None) -> ApprovalDecisionResult | None:
+        """Decide an id one of the batch's kinds listed for an item (None: not such an id):
+        an approval (``decision``), or with ``resolution`` an in-doubt call's fate."""
         if batch is None or batch.find(approval_id) is not None:
             return None
         for item in batch.items:
             if item.is_pending():
-                routed = await self.kind(item.kind).route(batch, item, approval_id, decision, reason)
+                kind = self.kind(item.kind)
+                if resolution is not None:
+                    routed = await kind.route_in_doubt(batch, item, approval_id, resolution, text)
+                else:
+                    routed = await kind.route(batch, item, approval_id, decision, reason)
                 if routed is not None:
                     return routed
         return None

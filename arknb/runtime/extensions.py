@@ -368,6 +368,12 @@ class ApprovalKind:
         ``item`` itself through ``scope.controller`` once the source has moved on."""
         return None
 
+    async def route_in_doubt(self, batch: PendingApprovalBatch, item: PendingApprovalItem, item_id: str,
+                             resolution: str, text: str | None) -> ApprovalDecisionResult | None:
+        """Like :meth:`route`, for an in-doubt call :meth:`expand` listed (``controller.rerun``,
+        ``mark_done``, ``mark_failed``; ``resolution`` is ``rerun``, ``done`` or ``failed``)."""
+        return None
+
     def refuse_decision(self, item: PendingApprovalItem) -> ArkError | None:
         """Why ``controller.approve`` / ``deny`` must not decide ``item`` (a kind with its own
         controller methods says so here), or None to accept the decision."""

@@ -587,7 +587,19 @@ class AgentRuntime:
 
     async def apply_in_doubt_decision(self, item_id: str, resolution: str,
                                       text: str | None = None) -> ApprovalDecisionResult:
-        """Apply a person's decision on an in-doubt call (the controller's only way in)."""
+        """Apply a person's decision on an in-doubt call (the controller's only way in). An
+        id that an item's kind listed in its place (a sub-agent's in-doubt call,
+        ``{name}/{operation_id}``) is routed to that kind."""
+        if self._detached is None:
+            try:
+                await self._load()
+            except ArkError:
+                pass  # apply_in_doubt_decision below reports it
+            else:
+                routed = await self._extensions.route(self._state.pending_approval, item_id, None, None,
+                                                      resolution=resolution, text=text)
+                if routed is not None:
+                    return routed
         async with self._approval_lock:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(item_id, detached_error(self))

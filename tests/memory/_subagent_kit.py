@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -68,3 +69,22 @@ def cleaner(directory: Path, storage, turns: list | None = None) -> ark.SubAgent
 def effects(directory: Path, name: str = "effects.log") -> list[str]:
     path = Path(directory) / name
     return path.read_text().splitlines() if path.exists() else []
+
+
+def uploader(directory: Path, storage, turns: list, *, hang: bool = False) -> ark.SubAgent:
+    """A sub-agent whose ``upload`` (safe, not idempotent) logs each start to ``uploads.log``;
+    with ``hang`` it prints ``UPLOADING`` and never returns (to be killed mid-call)."""
+
+    @ark.tool
+    async def upload(filename: str) -> str:
+        """Upload a file."""
+        with (Path(directory) / "uploads.log").open("a") as handle:
+            handle.write(f"upload {filename}\n")
+        if hang:
+            print("UPLOADING", flush=True)
+            await asyncio.Event().wait()  # until SIGKILL
+        return f"uploaded {filename}"
+
+    model = ScriptedModel(turns)
+    return ark.SubAgent("uploader", "Uploads files.",
+                        lambda sid: ark.AgentRuntime(model, tools=[upload], storage=storage, session_id=sid))

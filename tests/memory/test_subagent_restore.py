@@ -13,7 +13,7 @@ import arknb as ark
 from arknb import EventTypes
 
 from ._kill import run_until_line
-from ._subagent_kit import cleaner, effect_tools, effects, open_store
+from ._subagent_kit import cleaner, effect_tools, effects, open_store, uploader
 
 CHILD = Path(__file__).with_name("_subagent_child.py")
 
@@ -100,6 +100,51 @@ async def test_a_delegation_killed_while_its_child_awaits_approval_reruns_no_fin
             parent_tools = [o.purpose_key.rsplit(":", 1)[1] for o in await storage.list_operations("boss")
                             if o.kind == "tool_call"]
             assert sorted(parent_tools) == ["d1", "d1.a1", "p0"]
+    finally:
+        await parent.aclose()
+        if kind == "sqlite":
+            await storage.aclose()
+
+
+INDOUBT_CHILD = Path(__file__).with_name("_subagent_indoubt_child.py")
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+async def test_a_childs_call_left_in_doubt_by_a_crash_is_decided_at_the_parent(tmp_path, kind) -> None:
+    """SIGKILL while the child's (not idempotent) tool runs: restored, the parent reaches the
+    child's in-doubt call under a namespaced id (controller.list_in_doubt / mark_done), the
+    tool never runs twice and no call is left unanswered in the child's history."""
+    run_until_line(INDOUBT_CHILD, str(tmp_path), kind, prefix="UPLOADING")
+    storage = open_store(kind, tmp_path)
+    parent = await ark.AgentRuntime.restore(
+        "boss", storage=storage, model=ark.ScriptedModel(["The report is up."]),
+        subagents=[uploader(tmp_path, storage, ["Uploaded report.pdf."])])
+    try:
+        if kind == "file":
+            # Nothing recorded what started: the delegation itself is in doubt first; running
+            # it again continues the child (delegate_task picks its child up where it is).
+            [delegation] = parent.controller.list_in_doubt()
+            assert delegation.tool_call.name == "delegate_task"
+            assert (await parent.controller.rerun(delegation.operation_id)).ok
+            result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        else:
+            # The operations say the delegation is safe to continue (delegate_task is idempotent).
+            assert parent.controller.list_in_doubt() == []
+            result = await asyncio.wait_for(parent.resume(), 60)
+        assert result.stop_reason == "awaiting_approval"
+        [doubt] = parent.controller.list_in_doubt()
+        assert doubt.operation_id.startswith("uploader/") and doubt.tool_call.name == "upload"
+        decided = await parent.controller.mark_done(doubt.operation_id, "uploaded report.pdf")
+        assert decided.ok and decided.all_decided and decided.approval_id == doubt.operation_id
+        result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        assert result.stop_reason == "completed" and result.text == "The report is up."
+        assert effects(tmp_path, "uploads.log") == ["upload report.pdf"]  # never started again
+        assert [m.text for m in parent.state.history if m.role == "tool"] == ["Uploaded report.pdf."]
+        child = await storage.load("boss.uploader.1")
+        assert [m.text for m in child.history if m.role == "user"] == ["Upload report.pdf."]  # the task once
+        asked = [c.id for m in child.history for c in m.tool_calls]
+        answered = [m.tool_call_id for m in child.history if m.role == "tool"]
+        assert asked == answered == ["u1"]  # no orphaned call
     finally:
         await parent.aclose()
         if kind == "sqlite":
