@@ -249,7 +249,7 @@ class ContextExtension(Extension):
     async def _summarize(self, conversation, start: int, end: int, request: ModelRequest,
                          state: AgentState) -> ContextSummary:
         text, source = await write_summary(conversation[start:end], summarize=self.config.summarize,
-                                           call_model=self._scope.call_model, config=request.config)
+                                           call_model=self._call_model, config=request.config)
         scope = self._scope
         return ContextSummary(
             summary_id=scope.new_id("summary"), start=start, end=end, text=text,
@@ -257,9 +257,13 @@ class ContextExtension(Extension):
             replaced_tokens=self.costs.tokens(start, end), source=source, created_at=scope.clock(),
             run_id=scope.run_id)
 
+    async def _call_model(self, request: ModelRequest, *, purpose: str):
+        # Looked up when used: a summarize function never needs the runtime's model.
+        return await self._scope.call_model(request, purpose=purpose)
+
     async def _merge(self, chain: list[ContextSummary], request: ModelRequest, state: AgentState) -> ContextSummary:
         parts = [AgentMessage.user(f"Summary of messages {s.start + 1}-{s.end}:\n{s.text}") for s in chain]
-        text, source = await write_summary(parts, summarize=self.config.summarize, call_model=self._scope.call_model,
+        text, source = await write_summary(parts, summarize=self.config.summarize, call_model=self._call_model,
                                            config=request.config)
         scope = self._scope
         first, last = chain[0], chain[-1]
