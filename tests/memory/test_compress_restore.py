@@ -11,7 +11,7 @@ import arknb as ark
 from arknb import ScriptedTurn, ToolCall
 
 from ._compress_kit import SESSION, compressor, lines, tools
-from ._kill import run_until_line
+from ..runtime._approval_kit import run_until_line
 
 CHILD = Path(__file__).with_name("_compress_child.py")
 

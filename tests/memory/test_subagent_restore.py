@@ -12,7 +12,7 @@ from pathlib import Path
 import arknb as ark
 from arknb import EventTypes
 
-from ._kill import run_until_line
+from ..runtime._approval_kit import run_until_line
 from ._subagent_kit import cleaner, effect_tools, effects, open_store, uploader
 
 CHILD = Path(__file__).with_name("_subagent_child.py")
@@ -55,15 +55,12 @@ async def test_a_parent_whose_subagent_awaits_approval_is_restored_approved_and_
     assert EventTypes.AGENT_SUCCESS in [e.type for e in nested]
 
 
-DURABLE_CHILD = Path(__file__).with_name("_subagent_durable_child.py")
-
-
 @pytest.mark.parametrize("kind", ["file", "sqlite"])
 async def test_a_delegation_killed_while_its_child_awaits_approval_reruns_no_finished_tool(tmp_path, kind) -> None:
     """SIGKILL while the child waits for approval, on a file store and on SQLiteStore (where
     every call is an operation): restored, approved at the parent, both complete; the
     parent's finished call and the child's finished turn never run again."""
-    line = run_until_line(DURABLE_CHILD, str(tmp_path), kind, prefix="AWAITING ")
+    line = run_until_line(CHILD, str(tmp_path), kind, "sibling", prefix="AWAITING ")
     approval_id = line.split()[1]
     assert approval_id == "cleaner/" + approval_id.split("/", 1)[1]
     assert effects(tmp_path) == []

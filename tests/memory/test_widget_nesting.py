@@ -77,13 +77,18 @@ async def test_the_chat_widget_lists_the_childs_approval_and_approves_it(tmp_pat
     chat.close()
 
 
-async def test_timeline_spans_nest_a_child_run_under_the_delegate_call(tmp_path) -> None:
+async def approved_spans(tmp_path):
+    """The delegated run, its child's approval given at the parent, and the timeline's spans."""
     parent, events = await delegated_run(tmp_path)
     [item] = parent.controller.list_pending_approvals()
     await parent.controller.approve(item.approval_id)
     await parent.current_run.wait()
     found = spans([e.to_dict() for e in events])
-    by_id = {s["id"]: s for s in found}
+    return events, found, {s["id"]: s for s in found}
+
+
+async def test_timeline_spans_nest_a_child_run_under_the_delegate_call(tmp_path) -> None:
+    events, found, by_id = await approved_spans(tmp_path)
     child_runs = [s for s in found if s["kind"] == "run" and s["parent"] is not None]
     assert child_runs, found
     for run in child_runs:
@@ -101,12 +106,7 @@ async def test_timeline_spans_nest_a_child_run_under_the_delegate_call(tmp_path)
 
 
 async def test_a_child_run_continued_after_its_approval_nests_under_the_resumed_delegate_call(tmp_path) -> None:
-    parent, events = await delegated_run(tmp_path)
-    [item] = parent.controller.list_pending_approvals()
-    await parent.controller.approve(item.approval_id)
-    await parent.current_run.wait()
-    found = spans([e.to_dict() for e in events])
-    by_id = {s["id"]: s for s in found}
+    events, found, by_id = await approved_spans(tmp_path)
     first, second = [s for s in found if s["label"] == "delegate_task d1"]
     assert first["status"] == "deferred" and second["status"] == "ok"
 
