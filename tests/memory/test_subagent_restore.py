@@ -146,3 +146,32 @@ async def test_a_childs_call_left_in_doubt_by_a_crash_is_decided_at_the_parent(t
         await parent.aclose()
         if kind == "sqlite":
             await storage.aclose()
+
+
+async def test_the_parent_chat_offers_a_childs_in_doubt_call_and_marks_it_done(tmp_path) -> None:
+    from arknb.widgets import ChatWidget
+
+    run_until_line(INDOUBT_CHILD, str(tmp_path), "sqlite", prefix="UPLOADING")
+    storage = open_store("sqlite", tmp_path)
+    parent = await ark.AgentRuntime.restore(
+        "boss", storage=storage, model=ark.ScriptedModel(["The report is up."]),
+        subagents=[uploader(tmp_path, storage, ["Uploaded report.pdf."])])
+    chat = ChatWidget(parent, call_later=lambda delay, fn: fn())
+    try:
+        assert (await asyncio.wait_for(parent.resume(), 60)).stop_reason == "awaiting_approval"
+        chat._flush()
+        [card] = chat.approvals
+        assert card["approval_id"].startswith("uploader/") and card["kind"] == "in_doubt"
+        assert card["tool_name"] == "upload"
+        chat._on_msg(chat, {"type": "mark_done", "approval_id": card["approval_id"], "text": "it is uploaded",
+                            "request_id": "r1"})
+        while chat._tasks:
+            await next(iter(chat._tasks))
+        result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        assert result.stop_reason == "completed" and effects(tmp_path, "uploads.log") == ["upload report.pdf"]
+        chat._flush()
+        assert chat.approvals == []
+    finally:
+        chat.close()
+        await parent.aclose()
+        await storage.aclose()
