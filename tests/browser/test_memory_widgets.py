@@ -94,14 +94,24 @@ def test_the_timeline_nests_a_child_run_under_its_delegate_call_and_marks_compre
                     'print(result.stop_reason)', timeout=60)
     spans = timeline.locator("[data-testid='arknb-span']")
     timeline.locator("[data-testid='arknb-span'][data-kind='compression']").first.wait_for()
-    # The child's run sits under the delegate_task span, its clear_cache call inside it.
-    delegate = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first
+    # The child's run sits under the delegate_task span, its clear_cache call inside it; the
+    # call ran twice (it waited for the child's approval, then ran on in the parent's resumed
+    # run), and the child's run that continued after the approval sits under the second.
+    delegates = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1")
+    delegate = delegates.first
     delegate.wait_for()
+    delegates.nth(1).wait_for()
     depth = int(delegate.get_attribute("data-depth"))
     child_run = timeline.locator(f"[data-testid='arknb-span'][data-kind='run'][data-depth='{depth + 1}']")
     child_run.first.wait_for()
-    inner = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="clear_cache").first
+    # The second attempt's child run: the continuation, one level under that attempt.
+    later = int(delegates.nth(1).get_attribute("data-depth"))
+    timeline.locator(f"[data-testid='arknb-span'][data-kind='run'][data-depth='{later + 1}']",
+                     has_text="resumed").first.wait_for()
+    clears = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="clear_cache")
+    inner = clears.first
     inner.wait_for()
+    clears.nth(1).wait_for()
     assert int(inner.get_attribute("data-depth")) > depth + 1
     inner.scroll_into_view_if_needed()
     lab.screenshot("timeline_nested", locator=timeline)
@@ -110,9 +120,19 @@ def test_the_timeline_nests_a_child_run_under_its_delegate_call_and_marks_compre
     delegate.get_by_test_id("arknb-span-toggle").click()
     lab.page.wait_for_function(
         "(n) => document.querySelectorAll(\"[data-testid='arknb-span']\").length < n", arg=before)
-    assert timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="clear_cache").count() == 0
-    assert timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first \
-        .get_attribute("aria-expanded") == "false"
+    # Folding the first attempt hides the child's first run (its deferred clear_cache); the
+    # approved clear_cache stays, under the second attempt, until that one is folded too.
+    assert clears.count() == 1
+    assert delegate.get_attribute("aria-expanded") == "false"
+    second = delegates.nth(1)
+    second.get_by_test_id("arknb-span-toggle").click()
+    lab.page.wait_for_function(
+        "() => !document.querySelectorAll(\"[data-testid='arknb-span'][data-kind='tool']\").length || "
+        "![...document.querySelectorAll(\"[data-testid='arknb-span'][data-kind='tool']\")]"
+        ".some((s) => s.textContent.includes('clear_cache'))")
+    assert clears.count() == 0
+    second.get_by_test_id("arknb-span-toggle").click()
+    clears.first.wait_for()
     lab.screenshot("timeline_collapsed", locator=timeline)
     # From the keyboard: → unfolds the focused span again.
     timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first.press("ArrowRight")
