@@ -32,9 +32,9 @@ def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_messag
     """The pending batch for a plan with deferred calls (pure data: no callbacks, no secrets)."""
     now = rt._clock()
     items = tuple(
-        PendingApprovalItem(approval_id=rt._new_id("approval"), tool_call=call, risk_level=risk, reason=reason,
-                            created_at=now)
-        for call, reason, risk in plan.deferred)
+        PendingApprovalItem(approval_id=rt._new_id("approval"), tool_call=deferred.call, risk_level=deferred.risk,
+                            reason=deferred.reason, created_at=now)
+        for deferred in plan.deferred)
     return PendingApprovalBatch(batch_id=plan.batch_id, run_id=ctx.run_id, items=items, model_message=model_message,
                                 created_at=now, allowed_calls=tuple(plan.allowed), denied_calls=tuple(plan.denied),
                                 kind=kind)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, ToolRisk
 from ..events import EventTypes
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
@@ -24,7 +24,7 @@ from ._approvals import awaiting_approval_error, build_batch, freeze_for_approva
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal, save_error
 from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, settled_answers
-from ._tool_batch import BatchPlan, execute_batch, plan_batch, unanswered_calls
+from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, unanswered_calls
 from .loop_detector import tool_signature
 from .result import AgentRunResult, NextStep, StopReason
 
@@ -137,10 +137,11 @@ async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: boo
 def _apply_resolved(rt: AgentRuntime, plan: BatchPlan) -> None:
     decided = {record.call_id: record for record in rt.state.resolved_approvals}
     still = []
-    for call, reason, risk in plan.deferred:
+    for deferred in plan.deferred:
+        call = deferred.call
         record = decided.get(call.id)
         if record is None or record.tool_name != call.name:
-            still.append((call, reason, risk))
+            still.append(deferred)
         elif record.decision is ApprovalDecision.APPROVED:
             plan.allowed.append(call)
         else:
@@ -236,8 +237,8 @@ async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit
     if rt.loop_detector.on_detect == "ask":
         plan = BatchPlan(batch_id=rt._new_id("batch"))
         for call in message.tool_calls:
-            plan.deferred.append((call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
-                                  rt.tools.risk_of(call.name) or "safe"))
+            plan.deferred.append(Deferred(call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
+                                          rt.tools.risk_of(call.name) or ToolRisk.SAFE, "loop"))
         return NextStep.await_approval(build_batch(rt, ctx, plan, message, kind="loop"))
     rt._answer_unanswered("not executed: loop_detected")
     return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED,
