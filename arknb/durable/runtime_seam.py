@@ -255,10 +255,11 @@ class DurableInvocations:
 
     def _redacted(self, operation: Operation) -> Operation:
         """``operation`` without the secrets the runtime knows (DESIGN §9: a key never
-        reaches a store): its inputs and results are what tools and models returned."""
+        reaches a store): its inputs, results, error and hook records (a reason, an injected
+        message) hold what tools, models and hooks returned."""
         redact, where = self.scope.redact, f"operation {operation.purpose_key}"
         changes = {}
-        for field in ("raw_input", "effective_input", "raw_result", "effective_result"):
+        for field in ("raw_input", "effective_input", "raw_result", "effective_result", "error", "hook_progress"):
             value = getattr(operation, field)
             if value is not None:
                 clean = redact(value, where)
@@ -540,6 +541,35 @@ class DurableInvocations:
             await self.bus.settle(operation_id, status=OperationStatus.FAILED, error=error.info(), respond=True,
                                   result=ToolResult.from_text(text or "failed", is_error=True,
                                                               error_code=ErrorCode.TOOL_FAILED).model_dump(mode="json"))
+
+
+    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
+        """What the operations tell of unanswered calls whose run is being cancelled: a
+        result committed (the effective one, or the raw one whose response hooks did not
+        finish), or that a call began and may have run."""
+        known: dict[str, ToolResult] = {}
+        for call in calls:
+            operation = await self._find(await self._tool_purpose(run_id, call.id, turn, True), True)
+            if operation is None or operation.phase.rank < OperationPhase.EXECUTING.rank:
+                continue
+            if operation.completed:
+                known[call.id] = tool_answer(operation, call)[0]
+            elif operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
+                known[call.id] = tool_result(operation.effective_result, operation.error)
+            elif operation.attempts:
+                known[call.id] = ToolResult.from_text(
+                    "cancelled while its outcome was unknown: the process ended while this call ran",
+                    is_error=True, error_code=ErrorCode.CANCELLED.value)
+        return known
+
+    async def abandon_in_doubt(self, batch: Any) -> None:
+        """A cancelled run's in-doubt calls: completed as indeterminate (nobody decides them now)."""
+        error = ArkError(ErrorLayer.CANCELLED, ErrorCode.CANCELLED, "the run was cancelled while this call was in doubt")
+        for item in batch.items:
+            if item.approval_id.startswith("op_"):
+                with contextlib.suppress(ArkError):  # decided meanwhile, or unknown: nothing to abandon
+                    await self.bus.settle(item.approval_id, status=OperationStatus.INDETERMINATE, error=error.info(),
+                                          source="cancel")
 
 
 def _replay_plan(planning: Any, operation: Operation) -> bool:
