@@ -55,14 +55,15 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
         return error
     # Whole items (defaults included): a listener reads item["decision"] like the saved batch.
     rt._emit(EventTypes.APPROVAL_REQUIRED, lambda: {
-        "batch_id": batch.batch_id, "items": _items(batch), "kind": batch.kind})
+        "batch_id": batch.batch_id, "items": _items(batch), "kind": batch.kind}, run_id=batch.run_id)
     if batch.kind == "in_doubt":
         for item in batch.items:
             rt._emit(EventTypes.OPERATION_IN_DOUBT, lambda item=item: {
                 "operation_id": item.approval_id, "call": item.tool_call.model_dump(mode="json"),
                 "started_at": item.started_at, "attempts": item.attempts, "batch_id": batch.batch_id},
                 run_id=batch.run_id)
-    rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()})
+    rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()},
+             run_id=batch.run_id)
     return None
 
 

@@ -23,6 +23,9 @@ What a seam implements (structurally; ``arknb.durable`` does not import this mod
   of them), which have operations to continue, and which were never planned.
 - ``await record_in_doubt_decision(item, resolution, text)``; ``await flush()`` (after a
   terminal event); ``await aclose()``.
+- ``await known_results(run_id, calls, turn) -> {call id: ToolResult}``: what is known of
+  unanswered calls whose run is cancelled (an operation's result); ``await
+  abandon_in_doubt(batch)``: a cancelled run's in-doubt calls will never be decided.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..domain import ToolCall
+from ..domain import ToolCall, ToolResult
 from ..domain.invocation import CallsInDoubt, InDoubtCall, ModelOutcome, ToolAnswer
-from ..state import AgentState, PendingApprovalItem
+from ..state import AgentState, PendingApprovalBatch, PendingApprovalItem
 
 if TYPE_CHECKING:
     from ..events import EventBus
@@ -100,6 +103,12 @@ class DirectInvocations:
 
     async def record_in_doubt_decision(self, item: PendingApprovalItem, resolution: str,
                                        text: str | None) -> None:
+        return None
+
+    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
+        return {}  # without operations nothing is known of a call a crash left unanswered
+
+    async def abandon_in_doubt(self, batch: PendingApprovalBatch) -> None:
         return None
 
     async def flush(self) -> None:

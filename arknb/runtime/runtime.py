@@ -236,11 +236,9 @@ class AgentRuntime:
             raise invalid_argument(f"takeover must be a bool, got {takeover!r}")
         runtime = cls(model, tools=tools, storage=storage, session_id=validate_session_id(session_id), **options)
         runtime._takeover = takeover
-        if await runtime._load() is None:
+        if await runtime._load() is None:  # (a run a crash left with calls in doubt is paused for a person)
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
-        # A run a crash interrupted with calls in doubt waits for a person at once.
-        await pause_interrupted_run(runtime)
         return runtime
 
     async def load(self) -> AgentState:
@@ -276,6 +274,11 @@ class AgentRuntime:
             # The lease first (durable stores): what is read then is no live owner's work in progress.
             await self._invocations.open(takeover=self._takeover)
             found = await load_session(self)
+            if found is not None:
+                # A run a crash interrupted with calls in doubt waits for a person at once
+                # (DESIGN §13), however the session is opened: so new input is refused
+                # until they are decided, and never meets an unpaired call.
+                await pause_interrupted_run(self)
             self._loaded = True
             return found
 
@@ -406,10 +409,13 @@ class AgentRuntime:
             asyncio.get_running_loop()
         except RuntimeError:
             return False
-        # Ending a paused run is a (very short) run of its own: the same terminal path
-        # answers the frozen calls, saves (mandatory), publishes agent.cancelled, after_run.
+        # Ending a paused run is a (very short) run of its own, under the paused run's id:
+        # the same terminal path answers the frozen calls (each with what is known of it),
+        # saves (mandatory), publishes agent.cancelled, after_run.
+        batch = state.pending_approval
         self._set_state(pending_approval=None)
-        self._launch(lambda ctx: drive(self, ctx, cancel_paused=True))
+        self._launch(lambda ctx: drive(self, ctx, cancel_paused=True, paused=batch),
+                     run_id=state.current_run_id or None, turn=state.current_loop_count)
         return True
 
     def request_suspend(self) -> bool:
