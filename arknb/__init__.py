@@ -45,6 +45,11 @@ from .providers import (
 # runtime
 from .controller import AgentController, ApprovalHost
 from .runtime import AgentRunResult, AgentRuntime, LoopDetector, RunHandle, StopReason
+from .runtime.extensions import ApprovalKind, Extension, ExtensionScope
+
+# planning and skills (extensions installed by plan_mode= and skills=)
+from .planner import PendingPlanReview, Plan, PlanItem, PlanMode, TodoStatus
+from .skills import Skill, SkillLoadError, SkillLoadReport, load_skills
 
 __version__ = "0.1.0"
 
@@ -58,6 +63,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "ApprovalKind", "Extension", "ExtensionScope", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
+    "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",
     "AgentRuntime", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "ApprovalHost", "ArkError",
     "BeforeRunAction", "BeforeRunHookContext", "BeforeRunHookResult", "CancellationToken", "ChatWidget",

@@ -1,7 +1,8 @@
 """AgentController: the zero-state control plane (seed 000 §6).
 
-The controller observes (``subscribe``, ``list_pending_approvals``), publishes, and
-routes approval decisions to the runtime through the :class:`ApprovalHost` protocol.
+The controller observes (``subscribe``, ``list_pending_approvals``,
+``get_pending_plan_review``), publishes, and routes approval and plan-review decisions
+to the runtime through the :class:`ApprovalHost` protocol.
 It holds no runtime state and cannot change any: every decision goes through
 ``ApprovalHost.apply_approval_decision``, which validates it.
 """
@@ -13,7 +14,9 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from .domain import ArkError, ErrorCode, ErrorLayer, Retryability, ToolCall, invalid_argument
 from .events import AgentEvent, EventBus
-from .state import ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
+from .state import (
+    ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem, PendingPlanReview,
+)
 
 __all__ = ["AgentController", "ApprovalHost", "InDoubtHost", "InDoubtItem"]
 
@@ -137,6 +140,38 @@ class AgentController:
             await load()
         return [await self.approve(item.approval_id) for item in self.list_pending_approvals()]
 
+    # -- plan review (seed 000 §6.3: every review goes through the ApprovalHost) -----------
+
+    def get_pending_plan_review(self) -> PendingPlanReview | None:
+        """The plan waiting for review (``PendingPlanReview``: the proposed plan, the plan it
+        replaces, ids), or None. A copy: changing it changes nothing."""
+        batch = self._host.get_pending_approval_batch() if self._host is not None else None
+        return PendingPlanReview.from_batch(batch)
+
+    async def approve_plan(self) -> ApprovalDecisionResult:
+        """Approve the pending plan: the run continues and carries it out."""
+        return await self._decide_plan(ApprovalDecision.APPROVED, None)
+
+    async def reject_plan(self, reason: str | None = None) -> ApprovalDecisionResult:
+        """Reject the pending plan; the model gets the rejection with ``reason`` as the
+        ``write_todos`` result and can propose a revised plan."""
+        if reason is not None and not isinstance(reason, str):
+            raise invalid_argument(f"reject_plan reason must be a string or None, got {type(reason).__name__}")
+        return await self._decide_plan(ApprovalDecision.DENIED, reason.strip() if reason and reason.strip() else None)
+
+    async def _decide_plan(self, decision: ApprovalDecision, reason: str | None) -> ApprovalDecisionResult:
+        if self._host is None:
+            return ApprovalDecisionResult.failure("", ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.APPROVAL_HOST_MISSING,
+                "this controller is not bound to a runtime, so it cannot apply decisions", Retryability.NEVER))
+        review = self.get_pending_plan_review()
+        if review is None:
+            return ApprovalDecisionResult.failure("", ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+                "no plan is waiting for review (plan_mode=PlanMode.REVIEW pauses when the model proposes one)"))
+        # A plan review is a pending approval item of kind "plan": the same decision path,
+        # idempotent and saved like any other (DESIGN §14).
+        return await self._host.apply_approval_decision(review.approval_id, decision, reason)
     # -- in-doubt calls (DESIGN §13) ---------------------------------------------------
 
     def list_in_doubt(self) -> list[InDoubtItem]:

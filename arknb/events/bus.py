@@ -1,7 +1,9 @@
 """EventBus: one-to-many notification and one-to-one requests (seed 000 §7).
 
 Listeners only observe: an exception in one is swallowed and counted, never reaching
-the publisher or the other listeners. Hooks, not listeners, change a run.
+the publisher or the other listeners, and the payload they get is read-only all the
+way down, so none can change what the others see (DESIGN §4). Hooks, not listeners,
+change a run.
 
 A listener can never slow the run down (DESIGN §13): a sync listener is called in line
 (it must be quick: the widgets' and the outbox's listeners are), an async one runs as a
@@ -14,12 +16,14 @@ dropped and counted (:attr:`EventBus.dropped`, and a ``bus.dropped`` event throu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 from typing import Any, Awaitable, Callable
 
 from ..domain import ArkError, ErrorCode, ErrorLayer
-from .envelope import AgentEvent
+from ..domain.frozen import FrozenDict
+from .envelope import AgentEvent, freeze_payload
 
 __all__ = ["EventBus", "Listener", "RequestHandler"]
 
@@ -121,10 +125,15 @@ class EventBus:
     def publish(self, event: AgentEvent) -> None:
         """Deliver ``event`` to its listeners, in subscription order, each isolated.
 
-        Async listeners are scheduled as tasks on the running loop, never awaited here.
+        Every listener gets the same event with a read-only payload: an event whose
+        payload is not frozen yet (built with ``new_event`` from a plain dict) is
+        delivered as a copy with its payload frozen. Async listeners are scheduled as
+        tasks on the running loop, never awaited here.
         """
         if self._closed:
             return
+        if not isinstance(event.payload, FrozenDict) and dataclasses.is_dataclass(event):
+            event = dataclasses.replace(event, payload=freeze_payload(event.payload))
         by_type = self._by_type
         specific = by_type.get(event.type)
         entries = by_type.get("*", ()) if specific is None else specific + by_type.get("*", ())

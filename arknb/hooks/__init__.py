@@ -2,7 +2,7 @@
 
 from .contexts import (
     AfterRunHookContext, BeforeRunHookContext, HookContext, ModelCallHookContext,
-    ModelChunkHookContext, ModelResponseHookContext, StatePersistenceHookContext,
+    ModelChunkHookContext, ModelResponseHookContext, ReadOnlyContextError, StatePersistenceHookContext,
     ToolCallHookContext, ToolResultHookContext, TurnCompletionHookContext,
 )
 from .pipeline import HookPipeline
@@ -21,7 +21,7 @@ __all__ = [
     "HookContext", "HookEntry", "HookPipeline", "HookProgress", "HookRegistry", "HookSlot", "HookStep", "ModelCallAction",
     "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction", "ModelChunkHookContext",
     "ModelChunkHookResult", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult",
-    "PersistAction", "StatePersistenceHookContext", "StatePersistenceHookResult", "ToolCallAction",
+    "PersistAction", "ReadOnlyContextError", "StatePersistenceHookContext", "StatePersistenceHookResult", "ToolCallAction",
     "ToolCallHookContext", "ToolCallHookResult", "ToolResultAction", "ToolResultHookContext",
     "ToolResultHookResult", "TurnCompletionAction", "TurnCompletionHookContext", "TurnCompletionHookResult",
 ]

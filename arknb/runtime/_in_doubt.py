@@ -21,13 +21,14 @@ from ..domain.invocation import InDoubtCall
 from ..events import EventTypes
 from ..state import ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem
 from ._approvals import freeze_for_approval
+from .extensions import ApprovalKind, Resolution
 from ._persistence import persist, save_error
 from ._tool_batch import unanswered_calls
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["IN_DOUBT", "RESOLUTIONS", "apply_in_doubt_decision", "in_doubt_batch", "interrupted", "last_assistant",
+__all__ = ["IN_DOUBT", "RESOLUTIONS", "InDoubtKind", "apply_in_doubt_decision", "in_doubt_batch", "interrupted", "last_assistant",
            "pause_interrupted_run", "settled_answers"]
 
 IN_DOUBT = "in_doubt"
@@ -40,8 +41,8 @@ def in_doubt_batch(rt: AgentRuntime, run_id: str, message, doubts: list[InDoubtC
     now = rt._clock()
     items = tuple(
         PendingApprovalItem(approval_id=d.item_id, tool_call=d.call,
-                            risk_level=rt.tools.risk_of(d.call.name) or ToolRisk.SAFE, reason=_why(d),
-                            created_at=now, started_at=d.started_at, attempts=d.attempts)
+                            risk_level=rt._offered_tools().risk_of(d.call.name) or ToolRisk.SAFE, reason=_why(d),
+                            created_at=now, started_at=d.started_at, attempts=d.attempts, kind=IN_DOUBT)
         for d in doubts)
     return PendingApprovalBatch(batch_id=rt._new_id("batch"), run_id=run_id, items=items, model_message=message,
                                 created_at=now, allowed_calls=tuple(allowed), denied_calls=tuple(denied),
@@ -157,6 +158,35 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
 
 def _result(item_id: str, resolution: str, all_decided: bool) -> ApprovalDecisionResult:
     return ApprovalDecisionResult(ok=True, approval_id=item_id, decision=resolution, all_decided=all_decided)
+
+
+class InDoubtKind(ApprovalKind):
+    """Pending items of kind ``in_doubt``: announced one ``operation.in_doubt`` each, decided
+    only through ``controller.rerun / mark_done / mark_failed``; a rerun runs again, a call
+    marked done or failed is answered with what the person recorded."""
+
+    name = IN_DOUBT
+    suspend_reason = IN_DOUBT
+    resume_reason = "in_doubt_resolved"
+
+    def __init__(self, emit) -> None:
+        self._emit = emit
+
+    def announce(self, batch: PendingApprovalBatch, items: tuple[PendingApprovalItem, ...]) -> None:
+        for item in items:
+            self._emit(EventTypes.OPERATION_IN_DOUBT, lambda item=item: {
+                "operation_id": item.approval_id, "call": item.tool_call.model_dump(mode="json"),
+                "started_at": item.started_at, "attempts": item.attempts, "batch_id": batch.batch_id},
+                run_id=batch.run_id)
+
+    def refuse_decision(self, item: PendingApprovalItem) -> ArkError:
+        return ArkError(ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+                        f"{item.approval_id!r} is an in-doubt call, not an approval: decide it with controller.rerun, "
+                        "controller.mark_done or controller.mark_failed")
+
+    def resolve(self, batch: PendingApprovalBatch, answer) -> Resolution:
+        allowed, settled = settled_answers(batch)
+        return Resolution(run=tuple(allowed), answered=tuple(batch.denied_calls), settled=tuple(settled))
 
 
 def settled_answers(batch: PendingApprovalBatch) -> tuple[list, list[DeniedCall]]:

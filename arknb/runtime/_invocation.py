@@ -30,6 +30,8 @@ What a seam implements (structurally; ``arknb.durable`` does not import this mod
 
 from __future__ import annotations
 
+import weakref
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -120,7 +122,13 @@ class DirectInvocations:
 
 def make_invocations(rt: AgentRuntime):
     """The runtime's seam: its storage's own (a durable store) or :class:`DirectInvocations`."""
+    this = weakref.ref(rt)  # the seam belongs to the runtime: no strong reference back (see _weak.py)
+
+    def is_idempotent(name: str) -> bool:
+        runtime = this()  # the extensions' tools count too (offered for the current state)
+        return runtime is not None and runtime._offered_tools().is_idempotent(name)
+
     scope = SessionScope(session_id=rt.session_id, bus=rt.bus, clock=rt._clock, storage=rt.storage,
-                         is_idempotent=rt.tools.is_idempotent, redact=rt._redactor.known)
+                         is_idempotent=is_idempotent, redact=rt._redactor.known)
     factory = getattr(rt.storage, "invocations_for", None)
     return factory(scope) if callable(factory) else DirectInvocations(scope)

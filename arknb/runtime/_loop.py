@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, ToolRisk
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
     TurnCompletionHookContext,
 )
 from ..hooks.pipeline import jsonable
 from ..domain.invocation import CallsInDoubt
-from ..state import ApprovalDecision, DeniedCall, PendingApprovalBatch
-from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
+from ..state import DeniedCall, PendingApprovalBatch, PendingApprovalItem
+from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import persist, persist_terminal, save_error
-from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run, settled_answers
+from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run
 from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
-from .loop_detector import tool_signature
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -71,9 +71,16 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
             return await _finish(rt, ctx, StopReason.ABORTED, error=abort.error,
                                  extra={"slot": abort.slot, "hook": abort.hook})
         except asyncio.CancelledError:
-            if not ctx.cancel_requested:
-                raise  # not our Stop: the loop itself is going away
             asyncio.current_task().uncancel()
+            if not ctx.cancel_requested:
+                # Not our Stop: the task itself was cancelled (asyncio.run ending with the run
+                # still active, or task.cancel()). End the run as cancelled so it is saved
+                # ended, never left saved mid-run (DESIGN §14 "Lifecycle"), then let the
+                # cancellation go on.
+                ctx.cancel_requested = True
+                ctx.cancel.cancel("the run's task was cancelled (is its event loop shutting down?)")
+                await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
+                raise
             return await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
         except ArkError as exc:
             if exc.code == ErrorCode.CANCELLED and ctx.cancel_requested:
@@ -88,6 +95,7 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
 
 
 async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
+    await rt._extensions.restored()  # a restored session's extensions hear of it before its first run
     state = rt.state
     if resume_reason == "suspend" and resume_batch is None and interrupted(state):
         # Resumed before the session was loaded, and it turned out to be interrupted by a
@@ -220,19 +228,24 @@ async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: boo
 
 def _apply_resolved(rt: AgentRuntime, plan: BatchPlan) -> None:
     decided = {record.call_id: record for record in rt.state.resolved_approvals}
-    still = []
+    still: list[Deferred] = []
     for deferred in plan.deferred:
         call = deferred.call
         record = decided.get(call.id)
         if record is None or record.tool_name != call.name:
             still.append(deferred)
-        elif record.decision is ApprovalDecision.APPROVED:
+            continue
+        # The recorded decision, answered by the item's own kind (a rejected plan reads as one).
+        item = PendingApprovalItem(approval_id=record.approval_id, tool_call=call, risk_level=deferred.risk,
+                                   reason=deferred.reason, created_at=0.0, decision=record.decision,
+                                   deny_reason=record.deny_reason, kind=deferred.kind,
+                                   detail=dict(deferred.detail or {}))
+        result = rt._extensions.answer(item)
+        if result is None:
             plan.allowed.append(call)
         else:
-            why = record.deny_reason or "denied by the user"
-            plan.denied.append(DeniedCall(call=call, result=ToolResult.from_text(
-                f"tool_denied: {why}", is_error=True, error_code=ErrorCode.TOOL_DENIED.value), reason=why,
-                hook="approval"))
+            plan.denied.append(DeniedCall(call=call, result=result, reason=record.deny_reason or "denied by the user",
+                                          hook="approval"))
     plan.deferred = still
 
 
@@ -310,7 +323,7 @@ async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessag
 
 
 async def _turn_completed_event(rt, ctx, message, action) -> None:
-    rt._emit(EventTypes.TURN_COMPLETED, lambda: {"turn": ctx.turn, "message": jsonable(message), "action": action})
+    rt._emit(EventTypes.TURN_COMPLETED, lambda: flat_payload(turn=ctx.turn, message=jsonable(message), action=action))
 
 
 async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit) -> NextStep:
@@ -320,39 +333,32 @@ async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit
                                         "mode": rt.loop_detector.on_detect})
     if rt.loop_detector.on_detect == "ask":
         plan = BatchPlan(batch_id=rt._new_id("batch"))
+        tools = rt._offered_tools()
         for call in message.tool_calls:
             plan.deferred.append(Deferred(call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
-                                          rt.tools.risk_of(call.name) or ToolRisk.SAFE, "loop"))
-        return NextStep.await_approval(build_batch(rt, ctx, plan, message, kind="loop"))
+                                          tools.risk_of(call.name) or ToolRisk.SAFE, "loop"))
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message))
     rt._answer_unanswered("not executed: loop_detected")
     return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED,
                                                                    explanation))
 
 
 async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
-    if batch.kind == IN_DOUBT:
-        return await _run_in_doubt_batch(rt, ctx, batch)
-    allowed, denied = resolved_calls(batch)
-    if batch.kind == "loop":
-        if denied:
-            rt._answer_unanswered("not executed: the loop was stopped by the user")
-            return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(
-                ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED, "a detected loop was stopped by the user"))
-        for call in allowed:
-            rt.loop_detector.forgive(tool_signature(call))
+    # The batch's kind says how it continues (an ApprovalKind entry, never a branch here).
+    resolution = rt._extensions.resolve(batch)
+    if resolution.stop is not None:
+        reason, error = resolution.stop
+        rt._answer_unanswered(resolution.stop_text)
+        return NextStep.stop(reason, error=error)
+    if resolution.replan:
         plan = await plan_batch(rt, ctx, batch.model_message)
         if plan.deferred:
             return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
         return await _execute_and_complete(rt, ctx, plan.batch_id, batch.model_message, plan.allowed, plan.denied)
-    return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied)
-
-
-async def _run_in_doubt_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
-    allowed, settled = settled_answers(batch)
-    denied = list(batch.denied_calls)
+    allowed, denied, settled = list(resolution.run), list(resolution.answered), list(resolution.settled)
     covered = {c.id for c in allowed} | {s.call.id for s in settled} | {d.call.id for d in denied}
     rest = [c for c in unanswered_calls(rt.state.history) if c.id not in covered]
-    if rest:  # calls the crash left unplanned: their hooks and approvals run now
+    if rest:  # calls a crash left unplanned (an in-doubt batch): their hooks and approvals run now
         plan = await plan_batch(rt, ctx, batch.model_message, calls=rest)
         allowed += plan.allowed
         denied += plan.denied
@@ -365,7 +371,7 @@ async def _run_in_doubt_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingA
 
 async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRunResult:
     if step.kind == NextStep.AWAIT_APPROVAL:
-        reason = IN_DOUBT if step.batch.kind == IN_DOUBT else "awaiting_approval"
+        reason = rt._extensions.kind(step.batch.kind).suspend_reason  # "awaiting_approval", "in_doubt", ...
         error = await freeze_for_approval(rt, ctx, step.batch, reason=reason)
         if error is not None:
             return await _finish(rt, ctx, StopReason.FAILED, error=error, saved_already=False)

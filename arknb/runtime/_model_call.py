@@ -15,6 +15,7 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, Role,
 )
 from ..events import EventTypes
+from ..events.envelope import flat_items, flat_payload
 from ..hooks import (
     HookSlot, ModelCallAction, ModelCallHookContext, ModelChunkAction,
     ModelResponseAction, ModelResponseHookContext,
@@ -114,10 +115,10 @@ class ModelCall:
                 request = decision.request
         self.request = request
         attempt = self.attempt
-        rt._emit(EventTypes.LLM_BEFORE, lambda: {
-            "turn": ctx.turn, "attempt": attempt, "model": request.config.model or None,
-            "message_count": len(request.messages), "tools": [t.name for t in request.tools],
-            "responded_by_hook": responded is not None})
+        rt._emit(EventTypes.LLM_BEFORE, lambda: flat_payload(
+            turn=ctx.turn, attempt=attempt, model=request.config.model or None,
+            message_count=len(request.messages), tools=flat_items(t.name for t in request.tools),
+            responded_by_hook=responded is not None))
         return request, responded
 
     async def execute(self, request: ModelRequest | None = None) -> tuple[ModelResponse, str, str]:
@@ -166,9 +167,10 @@ class ModelCall:
 
 def _after_payload(ctx: RunContext, response: ModelResponse, raw_text: str, raw_reasoning: str,
                    retried: bool = False) -> dict:
-    return {"turn": ctx.turn, "message": jsonable(response.message), "finish_reason": response.finish_reason.value,
-            "usage": response.usage.model_dump(), "raw_text": raw_text, "raw_reasoning": raw_reasoning,
-            "retried": retried}
+    # Built frozen: the message dump is frozen (and kept for turn.completed), the rest scalars.
+    return flat_payload(turn=ctx.turn, message=jsonable(response.message), finish_reason=response.finish_reason.value,
+                        usage=flat_payload(response.usage.model_dump()), raw_text=raw_text,
+                        raw_reasoning=raw_reasoning, retried=retried)
 
 
 async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> tuple[ModelResponse, str, str]:
@@ -201,7 +203,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                     channel = "text" if is_text else "reasoning"
                     text = guard.feed(channel, event.text) if lint.known_values else event.text
                     if text and bus.has_listeners(EventTypes.LLM_CHUNK):
-                        rt._publish(EventTypes.LLM_CHUNK, {"kind": channel, "text": text, "index": index})
+                        rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind=channel, text=text, index=index))
                     index += 1
                     continue
                 text = held_text + (event.text if is_text else "")
@@ -241,7 +243,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
         for kind in ("reasoning", "text"):  # what the guard still holds is never a whole secret
             tail = guard.flush(kind)
             if tail and bus.has_listeners(EventTypes.LLM_CHUNK):
-                rt._publish(EventTypes.LLM_CHUNK, {"kind": kind, "text": tail, "index": index})
+                rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind=kind, text=tail, index=index))
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
@@ -268,9 +270,9 @@ def _deliver(rt: AgentRuntime, guard: ChunkGuard, text: str, reasoning: str, ind
         out_reasoning.append(reasoning)
         published = guard.feed("reasoning", reasoning)
         if listening and published:
-            rt._publish(EventTypes.LLM_CHUNK, {"kind": "reasoning", "text": published, "index": index})
+            rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="reasoning", text=published, index=index))
     if text:
         out_text.append(text)
         published = guard.feed("text", text)
         if listening and published:
-            rt._publish(EventTypes.LLM_CHUNK, {"kind": "text", "text": published, "index": index})
+            rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="text", text=published, index=index))

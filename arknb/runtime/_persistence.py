@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..domain import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import HookSlot, PersistAction, StatePersistenceHookContext
 from ..state import AgentState
 from ._redaction import lint_before_save
@@ -74,8 +75,8 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
                                                reason=reason, mandatory=mandatory, run_error=run_error)
         decision = await pipeline.before_persist_state(hook_ctx)
         if decision.action is PersistAction.SKIP:  # only reachable when not mandatory
-            rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory,
-                                                  "skipped": True, "ok": True, "hook": decision.hook}, run_id)
+            rt._emit(EventTypes.STATE_PERSISTED, flat_payload(reason=reason, mandatory=mandatory, skipped=True,
+                                                              ok=True, hook=decision.hook), run_id)
             return SaveOutcome(True, skipped=True)
         if decision.action is PersistAction.ABORT:
             error = decision.error or ArkError(
@@ -99,8 +100,9 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
             return _failed(rt, reason, mandatory, exc if kept else _save_failed(reason, exc), run_id)
         base = state if candidate is not None else rt._state
         rt._state = base.model_copy(update={"revision": revision})
-    rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False, "ok": True,
-                                          "revision": revision}, run_id)
+    # Built frozen (all scalars): this event comes with every save.
+    rt._emit(EventTypes.STATE_PERSISTED, flat_payload(reason=reason, mandatory=mandatory, skipped=False, ok=True,
+                                                      revision=revision), run_id)
     if hook_ctx is not None:
         await pipeline.after_persist_state(hook_ctx)
     return SaveOutcome(True)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Hashable
 from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability
 from ..events import EventTypes
 from ..state import AgentState, storage_location
+from .lifecycle import closed_error
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -75,7 +76,10 @@ def detach(rt: AgentRuntime, reason: str, message: str) -> asyncio.Task | None:
 
 
 def detached_error(rt: AgentRuntime) -> ArkError:
-    """What a detached runtime answers to a run, a resume, a load or a decision."""
+    """What a detached runtime answers to a run, a resume, a load or a decision
+    (``runtime_closed`` once :meth:`~arknb.AgentRuntime.aclose` began)."""
+    if rt._closing is not None or rt._detached == "closed":
+        return closed_error(rt)
     return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CONFLICT,
                     f"this runtime no longer owns session {rt.session_id!r} ({rt._detached}): "
                     f"{rt._detached_message}", Retryability.NEVER)

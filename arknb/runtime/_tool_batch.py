@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
 from ..domain.invocation import HookAbort, ToolAnswer
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import (
     HookSlot, HookStep, ToolCallAction, ToolCallHookContext, ToolResultAction, ToolResultHookContext,
 )
@@ -78,12 +79,14 @@ def tool_message(call: ToolCall, result: ToolResult) -> AgentMessage:
                                         reasoning=(), is_error=result.is_error)
 
 
+# Payloads are built frozen (flat_payload: every value a scalar or frozen already), so
+# publishing them costs no walk: tool events come once per call.
 def call_payload(call: ToolCall) -> dict:
-    return {"id": call.id, "name": call.name, "arguments_json": call.arguments_json, "index": call.index}
+    return flat_payload(id=call.id, name=call.name, arguments_json=call.arguments_json, index=call.index)
 
 
 def result_payload(result: ToolResult) -> dict:
-    return {"text": result.text, "is_error": result.is_error, "error_code": result.error_code, "stop": result.stop}
+    return flat_payload(text=result.text, is_error=result.is_error, error_code=result.error_code, stop=result.stop)
 
 
 async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
@@ -103,7 +106,7 @@ class ToolPlanning:
     :meth:`defer` with that decision (no hook runs again).
     """
 
-    __slots__ = ("rt", "ctx", "message", "calls", "plan", "_definitions")
+    __slots__ = ("rt", "ctx", "message", "calls", "plan", "_tools", "_definitions")
 
     def __init__(self, rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
                  calls: Iterable[ToolCall] | None = None) -> None:
@@ -112,6 +115,7 @@ class ToolPlanning:
         self.message = message
         self.calls = tuple(message.tool_calls if calls is None else calls)
         self.plan = BatchPlan(batch_id=rt._new_id("batch"))
+        self._tools = rt._offered_tools()  # the user's and the extensions' tools, as offered for this batch
         self._definitions = None
 
     @property
@@ -134,11 +138,11 @@ class ToolPlanning:
         Raises:
             HookAbort: a hook aborted the run.
         """
-        rt, ctx, plan = self.rt, self.ctx, self.plan
+        rt, ctx, plan, tools = self.rt, self.ctx, self.plan, self._tools
         pipeline = rt._pipeline
         if pipeline.has(HookSlot.BEFORE_TOOL_CALL):
             if self._definitions is None:
-                self._definitions = rt.tools.definitions()
+                self._definitions = tools.definitions()
             decision = await pipeline.before_tool_call(ToolCallHookContext(
                 session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, model_message=self.message,
                 available_tools=self._definitions, batch_id=plan.batch_id), progress)
@@ -153,16 +157,17 @@ class ToolPlanning:
                     result = result.model_copy(update={"error_code": ErrorCode.TOOL_DENIED.value})
                 return self.deny(call, result, decision.reason, decision.hook)
             if action is ToolCallAction.DEFER:
-                return self.defer(call, decision.reason or f"deferred by hook {decision.hook!r}")
+                return self.defer(call, decision.reason or f"deferred by hook {decision.hook!r}",
+                                  decision.kind or "tool", decision.detail)
         # The built-in approval policy runs after the user hooks (DESIGN §7).
-        if rt.require_approval and rt.tools.risk_of(call.name) is ToolRisk.DANGEROUS:
+        if rt.require_approval and tools.risk_of(call.name) is ToolRisk.DANGEROUS:
             reason = f"{call.name} is a dangerous tool and needs approval"
             rt._emit(EventTypes.HOOK_DECISION, lambda: {
                 "slot": "before_tool_call", "hook": APPROVAL_POLICY, "action": "defer", "reason": reason,
                 "before": jsonable(call), "after": None, "call_id": call.id})
             if progress is not None:
                 progress.after_hook(HookStep(APPROVAL_POLICY, "defer", reason), call)
-            return self.defer(call, reason)
+            return self.defer(call, reason, risk=ToolRisk.DANGEROUS)
         if progress is not None:
             progress.after_hook(HookStep(APPROVAL_POLICY, "proceed"), call)
         return self.allow(call)
@@ -178,9 +183,11 @@ class ToolPlanning:
         self.plan.denied.append(denied)
         return denied
 
-    def defer(self, call: ToolCall, reason: str) -> Deferred:
-        """Add ``call`` as deferred to a person."""
-        deferred = Deferred(call, reason, self.rt.tools.risk_of(call.name) or ToolRisk.SAFE)
+    def defer(self, call: ToolCall, reason: str, kind: str = "tool", detail: dict | None = None, *,
+              risk: ToolRisk | None = None) -> Deferred:
+        """Add ``call`` as deferred to a person, as an item of ``kind`` (an approval kind's
+        name, with its ``detail``)."""
+        deferred = Deferred(call, reason, risk or self._tools.risk_of(call.name) or ToolRisk.SAFE, kind, detail)
         self.plan.deferred.append(deferred)
         return deferred
 
@@ -204,17 +211,17 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
     """
     batch = ToolBatch(rt, ctx, batch_id, allowed, model_message, denied, settled)
     for item in batch.denied:
-        rt._emit(EventTypes.TOOL_DENIED, lambda item=item: {
-            "call": call_payload(item.call), "result": result_payload(item.result), "reason": item.reason,
-            "hook": item.hook, "batch_id": batch_id})
+        rt._emit(EventTypes.TOOL_DENIED, lambda item=item: flat_payload(
+            call=call_payload(item.call), result=result_payload(item.result), reason=item.reason,
+            hook=item.hook, batch_id=batch_id))
     for item in batch.settled:
         # A person recorded what became of an in-doubt call (DESIGN §13): its answer, not a run.
-        rt._emit(EventTypes.TOOL_AFTER, lambda item=item: {
-            "call": call_payload(item.call), "result": result_payload(item.result), "batch_id": batch_id,
-            "duration_ms": 0.0, "settled_by": item.hook})
+        rt._emit(EventTypes.TOOL_AFTER, lambda item=item: flat_payload(
+            call=call_payload(item.call), result=result_payload(item.result), batch_id=batch_id,
+            duration_ms=0.0, settled_by=item.hook))
     for call in batch.calls:
         batch.started[call.id] = time.perf_counter()
-        rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: {"call": call_payload(call), "batch_id": batch_id})
+        rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: flat_payload(call=call_payload(call), batch_id=batch_id))
     try:
         answers = {answer.call.id: answer for answer in await rt._invocations.run_tools(batch)}
     except asyncio.CancelledError:
@@ -257,7 +264,7 @@ class ToolBatch:
     """
 
     __slots__ = ("rt", "ctx", "batch_id", "calls", "order", "given", "denied", "settled", "started", "finished",
-                 "responded", "aborted", "_state", "_message")
+                 "responded", "aborted", "_state", "_message", "_tools")
 
     def __init__(self, rt: AgentRuntime, ctx: RunContext, batch_id: str, calls: Iterable[ToolCall],
                  model_message: AgentMessage | None = None, denied: Iterable[DeniedCall] = (),
@@ -276,6 +283,7 @@ class ToolBatch:
         self.aborted: HookAbort | None = None         # the first after_tool_call abort of the batch
         self._state = rt.state
         self._message = model_message
+        self._tools = rt._offered_tools()  # the user's and the extensions' tools, as offered for this batch
 
     def original(self, call: ToolCall) -> ToolCall:
         """The call as the model made it (``call`` may be a hook's rewrite with the same id)."""
@@ -320,21 +328,21 @@ class ToolBatch:
         self.finished[call.id] = result
         started = self.started.get(call.id, time.perf_counter())
         if reused:
-            self.rt._emit(EventTypes.TOOL_AFTER, lambda: {
-                "call": call_payload(call), "result": result_payload(result), "batch_id": self.batch_id,
-                "duration_ms": 0.0, "reused": True})
+            self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
+                call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
+                duration_ms=0.0, reused=True))
             return
-        self.rt._emit(EventTypes.TOOL_AFTER, lambda: {
-            "call": call_payload(call), "result": result_payload(result), "batch_id": self.batch_id,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+        self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
+            call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3)))
 
     async def execute_all(self) -> list[ToolResult]:
         """Run every call concurrently in this process (the direct seam)."""
-        return await self.rt.tools.execute_batch(self.calls, self.context, on_result=self.on_result)
+        return await self._tools.execute_batch(self.calls, self.context, on_result=self.on_result)
 
     async def execute_one(self, call: ToolCall, *, idempotency_key: str | None = None) -> ToolResult:
         """Run one call; the run's cancellation token cancels it."""
-        task = asyncio.ensure_future(self.rt.tools.execute(call, self.context(call, idempotency_key)))
+        task = asyncio.ensure_future(self._tools.execute(call, self.context(call, idempotency_key)))
         remove = self.ctx.cancel.on_cancel(task.cancel)
         try:
             result = await task

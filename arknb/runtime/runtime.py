@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Callable
 
@@ -21,8 +22,9 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role, ToolResult,
     Usage, invalid_argument,
 )
+from ..domain.frozen import FrozenDict
 from ..events import AgentEvent, EventBus, EventTypes
-from ..events.envelope import new_event
+from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
@@ -30,16 +32,20 @@ from ..state import (
     StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
-from ._approvals import apply_decision
-from ._in_doubt import IN_DOUBT, apply_in_doubt_decision, interrupted, pause_interrupted_run
+from ._approvals import LoopKind, apply_decision
+from ._in_doubt import InDoubtKind, apply_in_doubt_decision, interrupted, pause_interrupted_run
 from ._channel import EventChannel
 from ._context import RunContext
+from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._invocation import make_invocations
+from ._keywords import keyword_extensions
 from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from ._weak import NO_CONTROLLER, controller_of, weak_method
+from . import lifecycle
+from .extensions import Extension
 from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -85,6 +91,15 @@ class AgentRuntime:
             also a state that cannot be read) and start empty.
         save_timeout: seconds one save may take before it counts as failed
             (``state_save_failed`` naming the save and the limit); None for no limit.
+        plan_mode: ``PlanMode.OFF`` (default), ``AUTO`` (the model keeps a todo list with the
+            built-in ``write_todos`` tool) or ``REVIEW`` (a new plan waits for a person's
+            approval; until then only ``read_only`` tools run). DESIGN §14.
+        skills: :class:`~arknb.skills.Skill` objects or an ``ark.load_skills(path)`` report:
+            always-on skills join the system prompt, the others are offered through the
+            built-in ``activate_skill`` tool.
+        extensions: your own :class:`~arknb.runtime.extensions.Extension` objects (tools,
+            hooks, prompt sections and a saved state slice through one seam); they run
+            after the built-in ones, in order.
 
     Example:
         >>> runtime = AgentRuntime(ScriptedModel(["Hi!"]))      # doctest: +SKIP
@@ -98,7 +113,8 @@ class AgentRuntime:
                  config: ModelConfig | None = None, require_approval: bool = True, max_model_retries: int = 2,
                  secrets: Iterable[str | SecretStr] = (), clock: Callable[[], float] | None = None,
                  state: AgentState | None = None, fresh: bool = False,
-                 save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT) -> None:
+                 save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
+                 extensions: Iterable[Extension] = ()) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
                                    f"got {type(model).__name__}")
@@ -145,6 +161,8 @@ class AgentRuntime:
         if save_timeout is not None and (isinstance(save_timeout, bool) or not isinstance(save_timeout, (int, float))
                                          or not save_timeout > 0):
             raise invalid_argument(f"save_timeout must be seconds > 0 or None, got {save_timeout!r}")
+        if isinstance(extensions, (str, bytes)) or not isinstance(extensions, Iterable):
+            raise invalid_argument(f"extensions must be a list of Extension objects, got {type(extensions).__name__}")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.system_prompt = system_prompt
@@ -163,11 +181,17 @@ class AgentRuntime:
         self.config = config if config is not None else ModelConfig()
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
+        self._owns_bus = event_bus is None
         self.bus = event_bus if event_bus is not None else EventBus()
         self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = HookRegistry(hooks)
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
-        self._pipeline = HookPipeline(self.hooks, emit)
+        # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
+        this = weakref.ref(self)
+        self._extensions = ExtensionHost(
+            [*keyword_extensions(plan_mode=plan_mode, skills=skills), *extensions],
+            kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature)), InDoubtKind(emit)))
+        self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
         # A slow async listener's dropped deliveries are announced (it never slows the run).
         self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
@@ -195,6 +219,7 @@ class AgentRuntime:
         self._load_lock = asyncio.Lock()
         self._detached: str | None = None
         self._detached_message = ""
+        self._closing: asyncio.Future | None = None  # set by aclose(); its result once closed
         self._takeover = False  # restore(..., takeover=True): take the lease from a live owner
         self._invocations = make_invocations(self)
         self.last_result: AgentRunResult | None = None
@@ -205,6 +230,10 @@ class AgentRuntime:
             self._predecessor = detach(previous, "replaced", (
                 f"a newer AgentRuntime took session {self.session_id!r} on {self.storage!r}; this one no longer "
                 "runs or decides anything: use the newer runtime"))
+        self._extensions.install(lambda name: make_scope(self, name))
+        self._offered_tools()  # a tool name two owners claim fails here, not in the first run
+        if state is not None:
+            self._extensions.mark_restored(state)
 
     # -- construction from storage --------------------------------------------------
 
@@ -275,6 +304,10 @@ class AgentRuntime:
             await self._invocations.open(takeover=self._takeover)
             found = await load_session(self)
             if found is not None:
+                # The extensions hear of the saved session before anything acts on it; if one
+                # refuses it, the load fails and is tried again next time.
+                self._extensions.mark_restored(found)
+                await self._extensions.restored()
                 # A run a crash interrupted with calls in doubt waits for a person at once
                 # (DESIGN §13), however the session is opened: so new input is refused
                 # until they are decided, and never meets an unpaired call.
@@ -296,6 +329,11 @@ class AgentRuntime:
         return self._state
 
     @property
+    def extensions(self) -> tuple[Extension, ...]:
+        """The installed extensions, in the order their hooks run (built-in ones first)."""
+        return self._extensions.extensions
+
+    @property
     def history(self) -> tuple[AgentMessage, ...]:
         """The conversation so far."""
         return self._state.history
@@ -313,8 +351,32 @@ class AgentRuntime:
     @property
     def detached(self) -> str | None:
         """Why this runtime no longer owns its session (``"replaced"``: a newer runtime took
-        it), or None while it does. A detached runtime refuses runs and decisions."""
+        it; ``"closed"``: :meth:`aclose`), or None while it does. A detached runtime
+        refuses runs and decisions."""
         return self._detached
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` began: the runtime runs and decides nothing more."""
+        return self._closing is not None
+
+    async def aclose(self, grace: float = lifecycle.DEFAULT_GRACE) -> AgentRunResult | None:
+        """End this runtime's ownership of its session (DESIGN §14 "Lifecycle"): an active run
+        gets ``grace`` seconds to suspend at a safe checkpoint, else it is cancelled; either
+        way it is saved (suspended or ended, never as still running). Then ``runtime.detached``
+        (reason ``"closed"``) is published and runs and decisions answer ``runtime_closed``.
+        Kernel shutdown does the same by itself (:mod:`arknb.runtime.lifecycle`).
+
+        Returns:
+            The result of the run it ended, or None if none was active.
+        """
+        return await lifecycle.close_runtime(self, grace)
+
+    async def __aenter__(self) -> AgentRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     @property
     def current_run(self) -> RunHandle | None:
@@ -403,7 +465,8 @@ class AgentRuntime:
 
     def _cancel_paused(self) -> bool:
         state = self._state
-        if not state.is_running or state.not_resumable or self._detached is not None or not self._loaded:
+        if (not state.is_running or state.not_resumable or self._detached is not None or self.closed
+                or not self._loaded):
             return False
         try:
             asyncio.get_running_loop()
@@ -452,9 +515,7 @@ class AgentRuntime:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
                            f"session {self.session_id!r} is marked not resumable (a final save failed)")
         if state.pending_approval is not None:
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "approvals are pending: decide them with runtime.controller.approve/deny; "
-                           "the run then continues by itself")
+            raise self._extensions.blocks_input_error(state.pending_approval)
         if not state.is_running:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
                            f"session {self.session_id!r} has no suspended run to resume "
@@ -475,8 +536,9 @@ class AgentRuntime:
         is refused).
         """
         async with self._approval_lock:
-            if self._detached is not None:
+            if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
+            await self._extensions.restored()  # a state given to the constructor: tell the extensions first
             return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
 
     # -- InDoubtHost -------------------------------------------------------------------
@@ -485,19 +547,16 @@ class AgentRuntime:
                                       text: str | None = None) -> ApprovalDecisionResult:
         """Apply a person's decision on an in-doubt call (the controller's only way in)."""
         async with self._approval_lock:
+            if self._detached is not None or self.closed:
+                return ApprovalDecisionResult.failure(item_id, detached_error(self))
             return await apply_in_doubt_decision(self, item_id, resolution, text)
-
-    # -- closing ---------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """End this runtime's ownership of its session: on a durable store, commit what
-        is pending and release the lease, so another process may open the session."""
-        await self._invocations.aclose()
 
     # -- helpers the phases use ------------------------------------------------------
 
     def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None, *,
                 run_id: str | None = None, turn: int = 0) -> RunHandle:
+        if self._detached is not None or self.closed:
+            raise detached_error(self)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -513,6 +572,7 @@ class AgentRuntime:
         if pending_load is not None:
             # A refusal found after loading is raised by `await handle`; nobody awaiting it is fine.
             ctx.task.add_done_callback(lambda task: task.cancelled() or task.exception())
+        lifecycle.track(self)  # so a kernel shutdown can still end this run cleanly
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
 
     async def _guarded(self, ctx: RunContext, make: Callable[[RunContext], Any],
@@ -534,7 +594,7 @@ class AgentRuntime:
         # The saved state already holds the batch as consumed (the last decision's save).
         # The paused run goes on under its own id: its operations are keyed by it, so a
         # crash during the continuation finds them.
-        reason = "in_doubt_resolved" if batch.kind == IN_DOUBT else "approval"
+        reason = self._extensions.kind(batch.kind).resume_reason  # "approval", "in_doubt_resolved", ...
         self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason=reason),
                      run_id=batch.run_id, turn=self._state.current_loop_count)
 
@@ -543,7 +603,7 @@ class AgentRuntime:
             self._active = None
 
     def _check_can_start(self, *, new_input: bool) -> None:
-        if self._detached is not None:
+        if self._detached is not None or self.closed:
             raise detached_error(self)
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
@@ -556,9 +616,8 @@ class AgentRuntime:
             # Seed 000 §10.2: new input must not clear a frozen batch and leave unpaired calls.
             # (A batch of a session marked not resumable can never be decided: new input
             # ends it, answering its calls as not executed, so the session is never stuck.)
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "tool approvals are pending: approve or deny them (runtime.controller) before "
-                           "sending new input")
+            # The batch's kind words the refusal (e.g. pending_plan_review_blocks_input).
+            raise self._extensions.blocks_input_error(state.pending_approval)
 
     def _coerce_input(self, value: Any) -> tuple[AgentMessage, ...]:
         if isinstance(value, str):
@@ -600,7 +659,8 @@ class AgentRuntime:
 
         The known secrets are redacted from every payload first (``_redaction``); the
         text of ``llm.chunk`` was redacted by the model phase's chunk guard, since a
-        secret may be split across chunks.
+        secret may be split across chunks. Then the payload is frozen, once, so no
+        listener can change it for the others (a payload built frozen costs nothing here).
         """
         redaction = None
         if self.secret_lint.known_values and event_type != EventTypes.LLM_CHUNK:
@@ -608,6 +668,8 @@ class AgentRuntime:
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
+        if not isinstance(payload, FrozenDict):
+            payload = freeze_payload(payload)
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
                                    f"{rid}:{self._seq}"))
         if redaction is not None:
@@ -638,8 +700,18 @@ class AgentRuntime:
                                         "loop_window": window, "loop_forgiven": forgiven})
 
     def _build_request(self) -> ModelRequest:
-        return ModelRequest.model_construct(messages=self._system + self._state.history,
-                                            tools=self.tools.definitions(), config=self.config)
+        state = self._state
+        extensions = self._extensions
+        if not extensions:
+            return ModelRequest.model_construct(messages=self._system + state.history,
+                                                tools=self.tools.definitions(), config=self.config)
+        return ModelRequest.model_construct(messages=extensions.system_messages(self._system, state) + state.history,
+                                            tools=extensions.offered_tools(self.tools, state).definitions(),
+                                            config=self.config)
+
+    def _offered_tools(self) -> ToolRegistry:
+        """The tools the model is offered now: the user's plus the extensions' for this state."""
+        return self._extensions.offered_tools(self.tools, self._state)
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{uuid.uuid4().hex[:12]}"

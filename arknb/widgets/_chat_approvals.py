@@ -50,9 +50,11 @@ class ApprovalCards:
             batch = whole()
             if batch is None:
                 return []
-            # The batch's kind goes along: an "in_doubt" card offers rerun / done / failed (DESIGN §13).
-            return [{**approval_dict(item), "batch_id": str(batch.batch_id), "kind": str(getattr(batch, "kind", "tool"))}
-                    for item in batch.items]
+            # Each card shows its item's kind: an "in_doubt" card offers rerun / done / failed
+            # (DESIGN §13; every item of an in-doubt batch is one), a "plan" card a plan review.
+            in_doubt = str(getattr(batch, "kind", "tool")) == "in_doubt"
+            return [{**approval_dict(item), "batch_id": str(batch.batch_id),
+                     **({"kind": "in_doubt"} if in_doubt else {})} for item in batch.items]
         # A controller without the whole batch: only its pending items.
         return [a for a in map(approval_dict, controller.list_pending_approvals()) if a["decision"] == "pending"]
 
@@ -79,6 +81,11 @@ class ApprovalCards:
         """True while some item of the batch waits for a decision."""
         return any(a["decision"] == "pending" and not self._ui.get(a["approval_id"], {}).get("recorded")
                    for a in self._batch())
+
+    def pending_kind(self, kind: str) -> bool:
+        """True while an item of ``kind`` (``"plan"``: a plan review) waits for a decision."""
+        return any(a["decision"] == "pending" and a.get("kind") == kind
+                   and not self._ui.get(a["approval_id"], {}).get("recorded") for a in self._batch())
 
     def recorded(self, approval_id: str) -> str | None:
         """The decision this chat knows for ``approval_id`` (None while pending or unknown)."""
@@ -181,7 +188,8 @@ def approval_dict(item: Any) -> dict[str, Any]:
     return {"approval_id": str(data.get("approval_id")), "call_id": call["id"], "tool_name": call["name"],
             "arguments": call["arguments"], "risk_level": str(data.get("risk_level") or ""),
             "reason": str(data.get("reason") or ""), "decision": _value(data.get("decision")) or "pending",
-            "deny_reason": data.get("deny_reason")}
+            "deny_reason": data.get("deny_reason"), "kind": str(data.get("kind") or "tool"),
+            "detail": dict(data.get("detail") or {})}
 
 
 def _takes_batch_id(controller: Any) -> bool:

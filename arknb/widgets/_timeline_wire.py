@@ -29,6 +29,7 @@ from operator import attrgetter, itemgetter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..domain.frozen import FrozenDict, FrozenList
 from ._payload import jsonable
 
 __all__ = ["CHUNK", "decode", "encode", "event_dict"]
@@ -48,6 +49,9 @@ def _kind_of(event: Any) -> Any:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+# Runtime payloads are frozen all the way down (DESIGN §4): their dicts and lists are these
+# read-only subclasses, which json and the comm encode as the dicts and lists they are.
+_FROZEN = (FrozenDict, FrozenList)
 
 
 def _plain(value: Any) -> Any:
@@ -57,9 +61,9 @@ def _plain(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind is dict:
+    if kind is dict or isinstance(value, FrozenDict):
         return {k if type(k) is str else str(k): _plain(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple or isinstance(value, FrozenList):
         return [_plain(v) for v in value]
     return jsonable(value)
 
@@ -69,9 +73,9 @@ def _is_plain(value: Any) -> bool:
     kind = type(value)
     if kind in _SCALARS:
         return True
-    if kind is dict:
+    if kind is dict or isinstance(value, FrozenDict):
         return all(type(k) is str and _is_plain(v) for k, v in value.items())
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple or isinstance(value, FrozenList):
         return all(map(_is_plain, value))
     return False
 
@@ -83,10 +87,10 @@ def event_dict(event: Any) -> dict[str, Any]:
     """One event as the JSON-ready dict of ``AgentEvent.to_dict()``.
 
     An ``AgentEvent`` payload is JSON-ready by contract (the runtime builds it from
-    plain values), so only its top level is checked on this hot path; a payload with
-    anything else at the top (a read-only view, a tuple, a model) is converted whole.
+    JSON values, frozen), so only its top level is checked on this hot path; a payload
+    with anything else at the top (a mapping view, a tuple, a model) is converted whole.
     ``tests/widgets/test_timeline_wire.py`` checks that real runtime payloads are
-    plain all the way down. Dicts from recorded traces are checked deeply.
+    JSON-ready all the way down. Dicts from recorded traces are checked deeply.
     """
     to_dict = getattr(event, "to_dict", None)  # an AgentEvent: the hot path, no ABC check
     if to_dict is None and isinstance(event, Mapping):
@@ -96,7 +100,7 @@ def event_dict(event: Any) -> dict[str, Any]:
     payload = data.get("payload")
     if payload:
         for key, value in payload.items():
-            if type(value) not in _TOP_LEVEL or type(key) is not str:
+            if (type(value) not in _TOP_LEVEL and not isinstance(value, _FROZEN)) or type(key) is not str:
                 data["payload"] = _plain(payload)
                 break
     return data

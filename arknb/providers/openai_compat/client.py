@@ -29,6 +29,7 @@ from ...domain import (
     ArkError, CancellationToken, ErrorLayer, ModelComplete, ModelRequest, ModelResponse, ModelStart, Retryability,
     RetryNotice, StreamingEvent,
 )
+from ...domain.json_decode import MAX_JSON_DEPTH, JSONTooDeepError, decode_json
 from .assembler import StreamAssembler
 from .errors import error_from_envelope, error_from_status, retry_after_seconds
 from .profiles import ProviderProfile, is_loopback_host
@@ -419,7 +420,10 @@ def _left(until: float | None, clock: Callable[[], float]) -> float | None:
 def _json_body(raw: bytes, provider: str, redact: Callable[[str], str]) -> dict[str, Any]:
     """A whole (non-streamed) completion, or the error object some servers send with 200."""
     try:
-        payload = json.loads(raw)
+        payload = decode_json(raw)
+    except JSONTooDeepError:
+        raise _Failed(ArkError(ErrorLayer.DECODE, "provider_decode_error",
+                               f"{provider} sent a JSON body nested more than {MAX_JSON_DEPTH} levels deep")) from None
     except ValueError:
         raise _Failed(ArkError(ErrorLayer.DECODE, "provider_decode_error",
                                f"{provider} sent a JSON content-type with a body that is not JSON")) from None
