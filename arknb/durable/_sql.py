@@ -14,13 +14,12 @@ immutable: comparing the tuple this store last wrote costs a pointer comparison 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.events import AgentEvent
-from arknb.state import SCHEMA_VERSION, AgentState
+from arknb.state import AgentState
 from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
 from ._outbox import event_from_json, event_to_json
@@ -165,28 +164,18 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
 
 
 def _check_writable(header: object, session_id: str, where: str) -> None:
-    """Refuse to overwrite a stored header that is not a state, or that a newer arknb wrote
-    (the header is small: parsing it costs microseconds, not the history's milliseconds)."""
+    """Refuse to overwrite a stored header that a load would refuse: not a state, written by
+    a newer arknb, or edited into one this arknb does not read (an unknown field, a wrong
+    type). Read as strictly as a load; the header is small, so this costs microseconds, not
+    the history's milliseconds."""
     try:
-        doc = json.loads(header) if isinstance(header, str) else None
-    except ValueError:
-        doc = None
-    version = doc.get("schema_version", 1) if isinstance(doc, dict) else None
-    revision = doc.get("revision", 0) if isinstance(doc, dict) else None
-    problem = None
-    if type(version) is not int:
-        problem = "its header is not a state document"
-    elif type(revision) is not int or revision < 0:
-        problem = f"its revision is {revision!r}, not a non-negative integer"
-    if problem is not None:
-        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
-                       f"saved state from session {session_id!r} ({where}) is corrupt: {problem}; the save was "
-                       "refused, so it stays as it is (delete the session to start over: storage.delete(...) or "
-                       "AgentRuntime(..., fresh=True))")
-    if version > SCHEMA_VERSION:
-        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_VERSION_UNSUPPORTED,
-                       f"saved state from session {session_id!r} ({where}) has schema_version {version}, but this "
-                       f"arknb writes {SCHEMA_VERSION}; the save was refused so a newer arknb's state is not overwritten")
+        if not isinstance(header, str):
+            raise corrupt(where, session_id, f"its header is {type(header).__name__}, not text")
+        AgentState.from_json(header, source=f"session {session_id!r} ({where})")
+    except ArkError as exc:
+        raise ArkError(exc.layer, exc.code, f"{exc.message}; the save was refused, so it stays as it is (fix it, "
+                       "or delete the session to start over: storage.delete(...) or AgentRuntime(..., fresh=True))",
+                       exc.retryability) from None
 
 
 def _write_rows(conn: Any, d: Dialect, table: str, session_id: str, items: tuple[Any, ...],

@@ -20,7 +20,7 @@ from ..state import (
 from .extensions import ApprovalKind, Resolution
 from .loop_detector import tool_signature
 from .result import StopReason
-from ._persistence import persist, persist_terminal, save_error
+from ._persistence import not_ours, persist, persist_terminal, save_error
 from ._tool_batch import BatchPlan
 
 if TYPE_CHECKING:
@@ -128,10 +128,7 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
     saved = await persist(rt, None, "approval_resolved" if all_decided else "approval_decision", mandatory=True,
                           candidate=candidate, run_id=batch.run_id)
     if not saved.ok:
-        error = save_error(saved.error)
-        return ApprovalDecisionResult.failure(approval_id, ArkError(
-            error.layer, error.code, f"the decision on approval {approval_id!r} was not recorded, so it was not "
-            f"applied and the call still waits: {error.message}", error.retryability))
+        return ApprovalDecisionResult.failure(approval_id, _not_saved(approval_id, save_error(saved.error)))
     rt._emit(EventTypes.APPROVAL_DECIDED, {
         "batch_id": batch.batch_id, "approval_id": approval_id, "decision": decision.value,
         "deny_reason": deny_reason, "all_decided": all_decided, "kind": item.kind}, run_id=batch.run_id)
@@ -142,6 +139,18 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
         "batch_id": batch.batch_id, "items": _items(batch)}, run_id=batch.run_id)
     rt._continue_after_approval(batch)
     return ApprovalDecisionResult.success(approval_id, decision, True)
+
+
+def _not_saved(approval_id: str, error: ArkError) -> ArkError:
+    """What a decision whose save failed answers: the cause, and what to do next."""
+    if not_ours(error):
+        # The stored session is not this runtime's to write: deciding again here cannot help.
+        why = f"the decision on approval {approval_id!r} was not recorded, and nothing runs here"
+    else:
+        # A save that overran its time limit may still land: "not recorded" would be a guess.
+        why = (f"the decision on approval {approval_id!r} was not applied and the call still waits; decide "
+               "again once the storage works (deciding the same again is safe)")
+    return ArkError(error.layer, error.code, f"{why}: {error.message}", error.retryability)
 
 
 def _not_pending(rt: AgentRuntime, approval_id: str, batch_id: str | None) -> ApprovalDecisionResult:

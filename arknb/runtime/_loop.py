@@ -23,7 +23,8 @@ from ..domain.invocation import CallsInDoubt
 from ..state import DeniedCall, PendingApprovalBatch, PendingApprovalItem
 from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval
 from ._model_call import HookAbort, abort_error, call_model
-from ._persistence import persist, persist_terminal, save_error
+from ._persistence import autosave, persist_terminal, save_error
+from ._redaction import learn_model_secrets
 from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run
 from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
 from .result import AgentRunResult, NextStep, StopReason
@@ -95,6 +96,9 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
 
 
 async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
+    # Before anything of the run exists: the input, a hook's output or a tool's result
+    # may hold a key the model resolves only at its first request (DESIGN §9).
+    await learn_model_secrets(rt)
     await rt._extensions.restored()  # a restored session's extensions hear of it before its first run
     state = rt.state
     if resume_reason == "suspend" and resume_batch is None and interrupted(state):
@@ -128,8 +132,12 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
                 raise abort_error("before_run", decision.hook, decision.reason, decision.error)
             new_input = decision.input if decision.input is not None else new_input
         rt._append_history(new_input)
-        await persist(rt, ctx, "after_user_input")
+        await autosave(rt, ctx, "after_user_input")
     if resume_batch is not None:
+        if ctx.cancel_requested:
+            # Stopped before it began (e.g. Stop pressed while the last decision was saved):
+            # the decided calls do not run; _finish answers them as not executed.
+            raise ctx.cancel.error()
         # The last decision's save recorded the batch as consumed before this run began:
         # a restore after a crash never offers (and so never runs) these calls again.
         return await _run_decided_batch(rt, ctx, resume_batch)
@@ -273,7 +281,7 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     response = await call_model(rt, ctx)
     message = response.message
     rt._append_history((message,), usage=response.usage)
-    await persist(rt, ctx, "after_model_text")
+    await autosave(rt, ctx, "after_model_text")
     if message.tool_calls:
         hit = rt.loop_detector.observe(message.tool_calls)
         if hit is not None:
@@ -297,11 +305,11 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, set
         return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubt.calls, others, denied))
     if outcome.stop:
         await _turn_completed_event(rt, ctx, message, "stop")
-        await persist(rt, ctx, "after_tool_batch")
+        await autosave(rt, ctx, "after_tool_batch")
         return NextStep.stop(StopReason.STOPPED, message=message)
     step = await _complete_turn(rt, ctx, message, has_tools=True)
     if step.kind == NextStep.RUN_AGAIN:
-        await persist(rt, ctx, "after_tool_batch")
+        await autosave(rt, ctx, "after_tool_batch")
     return step
 
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["SaveOutcome", "mark_not_resumable", "persist", "persist_terminal", "save_error", "save_state"]
+__all__ = ["SaveOutcome", "autosave", "mark_not_resumable", "not_ours", "persist", "persist_terminal", "save_error",
+           "save_state"]
 
 # Refusals that say the stored state is not ours to write: another runtime saved it,
 # or it cannot be read. Marking it not resumable would meddle with it.
@@ -106,6 +107,32 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
     if hook_ctx is not None:
         await pipeline.after_persist_state(hook_ctx)
     return SaveOutcome(True)
+
+
+def not_ours(error: ArkError | None) -> bool:
+    """True if a save failed because the stored session is not this runtime's to write
+    (another runtime saved it or holds its lease, or it cannot be read): trying again here
+    cannot help."""
+    return error is not None and error.code in _NOT_OURS
+
+
+async def autosave(rt: AgentRuntime, ctx: RunContext, reason: str) -> None:
+    """A skippable save during a run. A failure is reported (``state.persisted`` with
+    ``ok`` false) and the run goes on, except when the stored session is not this
+    runtime's to write: another runtime or process saved it since (``state_conflict``), or
+    it can no longer be read. Then no later save of this run can succeed, and going on
+    would call the model and run tools for a session someone else owns, so the run ends
+    here, ``failed`` with that error.
+
+    Raises:
+        ArkError: the storage's refusal, naming the save it stopped the run at.
+    """
+    outcome = await persist(rt, ctx, reason)
+    error = outcome.error
+    if outcome.ok or not not_ours(error):
+        return
+    raise ArkError(error.layer, error.code, f"the run stopped at its {reason} save, before doing anything "
+                   f"more: {error.message}", error.retryability)
 
 
 async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: ErrorInfo | None = None,
@@ -192,8 +219,9 @@ async def _settle(rt: AgentRuntime, what: str, *, hurry: bool) -> None:
         if still:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_TIMEOUT,
                            f"the {what} save was not attempted: an earlier save to {rt.storage!r} has not "
-                           f"finished after another {rt.save_timeout:g} s (save_timeout); it may still land",
-                           Retryability.CONDITIONAL)
+                           f"finished after another {rt.save_timeout:g} s (save_timeout); it may still land. If "
+                           "the storage never answers, open the session again in a new runtime: it reads what is "
+                           "stored", Retryability.CONDITIONAL)
     rt._unsettled = []
     for task in tasks:
         revision = None if task.cancelled() or task.exception() is not None else task.result()

@@ -211,6 +211,7 @@ class AgentRuntime:
         self._seq = self._state.event_sequence + (_RESTORE_SEQUENCE_GAP if state is not None else 0)
         self._active: RunContext | None = None
         self._approval_lock = asyncio.Lock()
+        self._stop_after_decision = False  # a Stop that came while a decision was being saved
         self._save_lock = asyncio.Lock()  # one save at a time: each is based on the revision the last one stored
         self._unsettled: list[asyncio.Future] = []  # storage calls that overran their time limit
         self._fresh = fresh
@@ -464,22 +465,35 @@ class AgentRuntime:
         return True
 
     def _cancel_paused(self) -> bool:
-        state = self._state
-        if (not state.is_running or state.not_resumable or self._detached is not None or self.closed
-                or not self._loaded):
+        if not self._paused():
             return False
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return False
+        if self._approval_lock.locked():
+            # A decision is being saved: the Stop applies to what it leads to (the run it
+            # continues, or the batch still paused), once it is recorded (see
+            # apply_approval_decision). Acting now would race it: two runs at once.
+            self._stop_after_decision = True
+            return True
+        self._end_paused()
+        return True
+
+    def _paused(self) -> bool:
+        state = self._state
+        return (state.is_running and not state.not_resumable and self._detached is None and not self.closed
+                and self._loaded and self._active is None)
+
+    def _end_paused(self) -> None:
         # Ending a paused run is a (very short) run of its own, under the paused run's id:
         # the same terminal path answers the frozen calls (each with what is known of it),
         # saves (mandatory), publishes agent.cancelled, after_run.
+        state = self._state
         batch = state.pending_approval
         self._set_state(pending_approval=None)
         self._launch(lambda ctx: drive(self, ctx, cancel_paused=True, paused=batch),
                      run_id=state.current_run_id or None, turn=state.current_loop_count)
-        return True
 
     def request_suspend(self) -> bool:
         """Ask the active run to pause at the next safe checkpoint (never between a tool
@@ -539,7 +553,10 @@ class AgentRuntime:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
             await self._extensions.restored()  # a state given to the constructor: tell the extensions first
-            return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
+            try:
+                return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
+            finally:
+                self._stop_if_asked_while_deciding()
 
     # -- InDoubtHost -------------------------------------------------------------------
 
@@ -549,7 +566,21 @@ class AgentRuntime:
         async with self._approval_lock:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(item_id, detached_error(self))
-            return await apply_in_doubt_decision(self, item_id, resolution, text)
+            try:
+                return await apply_in_doubt_decision(self, item_id, resolution, text)
+            finally:
+                self._stop_if_asked_while_deciding()
+
+    def _stop_if_asked_while_deciding(self) -> None:
+        """Stop was pressed while a decision was being saved (see :meth:`_cancel_paused`):
+        end what the decision led to, now that it is recorded (or was refused)."""
+        if not self._stop_after_decision:
+            return
+        self._stop_after_decision = False
+        if self._active is not None:
+            self.cancel()   # the run the decision continued, before it runs a call
+        elif self._paused():
+            self._end_paused()
 
     # -- helpers the phases use ------------------------------------------------------
 

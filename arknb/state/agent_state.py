@@ -12,6 +12,7 @@ needed to show and resume a session (DESIGN §8).
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
@@ -123,7 +124,8 @@ class AgentState(DeepFrozenModel):
         """Parse a saved document strictly, migrating older schema versions first.
 
         Strict means nothing is guessed (DESIGN §8): no type coercion (``"is_running":
-        "yes"`` or ``"total_loop_count": "3"`` is corrupt), no NaN or Infinity, no field
+        "yes"`` or ``"total_loop_count": "3"`` is corrupt), no NaN or Infinity (nor a
+        number so large it reads as infinity), no field
         this arknb does not know (it is named in the error), no nesting deep enough to
         exhaust the parser. A UTF-8 byte order mark is accepted.
 
@@ -163,17 +165,27 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _finite(text: str) -> float:
+    # Python reads 1e400 as infinity, which the next save would write as null: refused
+    # like Infinity itself, rather than changed behind the user's back.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is too large for a number (it would be read as infinity)")
+    return value
+
+
 def parse_document(text: str, *, source: str = "<memory>") -> dict[str, Any]:
     """The JSON object of a saved state, parsed but not yet validated.
 
-    NaN and Infinity (which Python's ``json`` would accept) are refused, and so is
-    nesting too deep for the parser (a ``RecursionError`` never escapes).
+    NaN and Infinity (which Python's ``json`` would accept) are refused, so is a number
+    too large to be anything but infinity (``1e400``), and so is nesting too deep for the
+    parser (a ``RecursionError`` never escapes).
 
     Raises:
         ArkError: ``state_corrupt`` naming ``source``.
     """
     try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
+        doc = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
     except RecursionError:
         raise _corrupt(source, _TOO_DEEP) from None
     except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors

@@ -186,6 +186,18 @@ class OpenAICompatibleClient:
         a callable is known only once resolved: use :meth:`observe_secrets` to learn it."""
         return self._key.known()
 
+    async def resolve_secrets(self) -> None:
+        """Resolve the key now if this client has not resolved one yet (its observers learn
+        it), so nothing a run produces before its first request can hold an unknown key.
+        The next request uses that key rather than asking a provider again.
+        ``AgentRuntime`` calls it as each run starts.
+
+        Raises:
+            ArkError: ``api_key_missing`` or ``api_key_provider_failed`` (config), as a
+                request would.
+        """
+        await self._key.prefetch()
+
     def observe_secrets(self, observer: SecretObserver) -> Callable[[], None]:
         """Call ``observer(SecretStr(key))`` for each key known now (a static key, the
         environment variable's value) and for each new key a source hands out (a callable
