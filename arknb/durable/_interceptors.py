@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .runtime_seam import DurableInvocations
 
 __all__ = ["APPROVAL", "APPROVAL_POLICY", "ModelInterceptor", "OperationProgress", "ToolInterceptor", "call_of",
-           "defer_reason", "deny_reason", "model_outcome", "planned_phase", "recorded_abort", "response_json",
+           "deferral", "deny_reason", "model_outcome", "planned_phase", "recorded_abort", "response_json",
            "tool_answer", "tool_result"]
 
 APPROVAL_POLICY = "approval_policy"  # the runtime's built-in policy, recorded after the user hooks
@@ -71,7 +71,8 @@ class OperationProgress:
 
     def after_hook(self, step: Any, value: Any) -> None:  # an arknb.hooks.HookStep
         self.records.append(HookRecord(slot=self._slot, action=step.action, phase=self._phase, hook=step.hook,
-                                       reason=step.reason, injected=step.injected))
+                                       reason=step.reason, injected=step.injected,
+                                       detail=getattr(step, "detail", None)))
         if step.action == "rewrite":
             self.source = step.hook
             self.changes = self._encode(value)
@@ -293,8 +294,11 @@ def deny_reason(operation: Operation) -> tuple[str | None, str | None]:
     return None, operation.result_source
 
 
-def defer_reason(operation: Operation) -> str:
+def deferral(operation: Operation) -> tuple[str, str, dict | None]:
+    """The (reason, item kind, detail) of a recorded defer."""
     for record in reversed(operation.records("request")):
         if record.action == "defer":
-            return record.reason or f"deferred by hook {record.hook!r}"
-    return "deferred"
+            detail = record.detail if isinstance(record.detail, dict) else {}
+            return (record.reason or f"deferred by hook {record.hook!r}", detail.get("kind") or "tool",
+                    detail.get("detail"))
+    return "deferred", "tool", None

@@ -74,6 +74,7 @@ class HookRecord(BaseModel):
         hook: the hook's name (None for a step no single hook made).
         reason: the reason the hook gave, if any.
         injected: ``after_tool_call``: the messages the hook injected (JSON), in order.
+        detail: ``defer``: the pending item's kind and detail (``{"kind", "detail"}``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -84,6 +85,7 @@ class HookRecord(BaseModel):
     hook: str | None = None
     reason: str | None = None
     injected: tuple[Any, ...] = ()
+    detail: Any = None
 
 
 class Attempt(BaseModel):

@@ -39,7 +39,7 @@ from arknb.events import AgentEvent, EventTypes
 from arknb.state import AgentState, DeniedCall
 
 from ._interceptors import (
-    APPROVAL, ModelInterceptor, OperationProgress, ToolInterceptor, call_of, defer_reason, deny_reason,
+    APPROVAL, ModelInterceptor, OperationProgress, ToolInterceptor, call_of, deferral, deny_reason,
     model_outcome, planned_phase, recorded_abort, response_json, tool_answer, tool_result,
 )
 from ._outbox import kept_in_outbox
@@ -589,7 +589,8 @@ def _replay_plan(planning: Any, operation: Operation) -> bool:
         reason, hook = deny_reason(operation)
         planning.deny(call, tool_result(operation.raw_result), reason, hook)
     elif outcome == "defer":
-        planning.defer(call, defer_reason(operation))
+        reason, kind, detail = deferral(operation)
+        planning.defer(call, reason, kind, detail)
     else:
         planning.allow(call)
     return True

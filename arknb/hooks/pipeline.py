@@ -346,7 +346,8 @@ class HookPipeline:
                                call, result.synthetic_result, call_id=original_id)
                 if progress is not None:
                     progress.after_hook(_aborted(entry, result) if result.action is ToolCallAction.ABORT
-                                        else HookStep(entry.name, result.action.value, result.reason),
+                                        else HookStep(entry.name, result.action.value, result.reason,
+                                                      detail=_deferral(result)),
                                         result.synthetic_result if result.action is ToolCallAction.DENY else call)
                 # Carry the call as rewritten by the earlier hooks: a deferred call waits for
                 # approval in that form (DESIGN §7).
@@ -464,6 +465,13 @@ class HookPipeline:
 def _step(entry: HookEntry, result: Any) -> HookStep:
     """The step of a hook that let the value through (None) or failed (fail-open)."""
     return HookStep(entry.name, "failed" if result is _FAILED else "proceed")
+
+
+def _deferral(result: Any) -> Any:
+    """A defer's item kind and detail as a restore needs them (None for a plain one)."""
+    if result.action is not ToolCallAction.DEFER or (result.kind is None and result.detail is None):
+        return None
+    return {"kind": result.kind, "detail": jsonable(result.detail)}
 
 
 def _aborted(entry: HookEntry, result: Any) -> HookStep:

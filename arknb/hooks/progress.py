@@ -37,12 +37,15 @@ class HookStep:
             ``abort``, ``retry``, ``stop``).
         reason: the reason the hook gave, if any.
         injected: ``after_tool_call``: the messages this hook injected (JSON-ready dicts).
+        detail: ``defer``: the kind of pending item and its detail (``{"kind": ...,
+            "detail": {...}}``), so a restore defers the call as the same kind of item.
     """
 
     hook: str
     action: str
     reason: str | None = None
     injected: tuple[Any, ...] = ()
+    detail: Any = None
 
 
 @runtime_checkable

@@ -160,3 +160,47 @@ async def test_killed_in_a_tool_response_hook_the_finished_hooks_and_their_messa
         assert op.records("response")[0].injected[0]["contents"][0]["text"] == f"injected for {call_id}"
     await runtime.aclose()
     await store.aclose()
+
+
+async def test_a_recorded_deferral_keeps_its_item_kind_and_detail_for_a_restore():
+    """A hook's defer with an approval kind (a plan review, ...) is recorded with that kind
+    and detail, so a restore that replays the recorded decision defers the same item."""
+    from arknb.durable import HookRecord, Operation
+    from arknb.durable._interceptors import deferral
+    from arknb.hooks import HookPipeline, HookRegistry, HookStep, ToolCallHookContext, ToolCallHookResult
+
+    registry = HookRegistry()
+
+    def review(ctx):
+        return ark.ToolCallHookResult.defer("review the plan", kind="plan_review", detail={"plan": ["a", "b"]})
+
+    registry.register("before_tool_call", review, name="review")
+    steps = []
+
+    class Progress:
+        def recorded(self, hook):
+            return False
+
+        async def before_hook(self, hook):
+            return None
+
+        def after_hook(self, step, value):
+            steps.append(step)
+
+    call = ark.ToolCall(id="c1", name="write_todos", arguments_json="{}", index=0)
+    ctx = ToolCallHookContext(session_id="s", run_id="r", state=ark.AgentState(session_id="s"), call=call,
+                              model_message=ark.AgentMessage.assistant("", tool_calls=[call]), available_tools=(),
+                              batch_id="b")
+    decision = await HookPipeline(registry).before_tool_call(ctx, Progress())
+    assert decision.action.value == "defer"
+    [step] = steps
+    assert isinstance(step, HookStep) and step.detail == {"kind": "plan_review", "detail": {"plan": ["a", "b"]}}
+    record = HookRecord(slot="before_tool_call", action=step.action, phase="request", hook=step.hook,
+                        reason=step.reason, detail=step.detail)
+    operation = Operation(operation_id="op_1", session_id="s", run_id="r", kind="tool_call", purpose_key="r:c1",
+                          request_event_id="e", hook_progress=(record,))
+    restored = Operation.from_json(operation.to_json())  # as a new process reads it
+    assert deferral(restored) == ("review the plan", "plan_review", {"plan": ["a", "b"]})
+    plain = operation.copy_with({"hook_progress": (HookRecord(slot="before_tool_call", action="defer",
+                                                              phase="request", hook="approval_policy"),)})
+    assert deferral(plain) == ("deferred by hook 'approval_policy'", "tool", None)
