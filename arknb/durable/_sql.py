@@ -14,15 +14,17 @@ immutable: comparing the tuple this store last wrote costs a pointer comparison 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.events import AgentEvent
-from arknb.state import AgentState
+from arknb.state import SCHEMA_VERSION, AgentState
 from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
 from ._outbox import event_from_json, event_to_json
+from ._validated_rows import VALIDATED_ROWS
 from .operation import Operation
 from .store import Commit, Lease, lease_lost, owner_is_dead, session_locked, state_conflict
 
@@ -94,10 +96,7 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
         bodies.append(_check_rows(where, session_id, table, length, rows))
     if not isinstance(header, str):
         raise corrupt(where, session_id, f"its header is {type(header).__name__}, not text")
-    # The header with the sequences spliced in, parsed by from_json: migrations and
-    # version refusals are the files' own. An empty sequence is left out (same default).
-    present = [(field, items) for field, items in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if items]
-    state = AgentState.from_json(splice(header, present), source=f"session {session_id!r} ({where})")
+    state = _parse_state(header, bodies, f"session {session_id!r} ({where})")
     if state.session_id != session_id:
         raise corrupt(where, session_id, f"the row holds session {state.session_id!r}")
     loaded = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
@@ -114,6 +113,39 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
     return state.model_copy(update=updates)
 
 
+
+
+def _parse_state(header: str, bodies: list[list[str]], source: str) -> AgentState:
+    """The state of a header and its rows, validated as strictly as a whole document.
+
+    The header (small) is parsed by ``AgentState.from_json`` every time. The rows are
+    items this process already validated from the same text, or are validated alone
+    (``VALIDATED_ROWS``), so a restore at turn 1,000 does not validate the whole
+    conversation again. A header of an older schema version (migrations see the whole
+    document) or a row that fails alone goes the whole document's way: the header with
+    the sequences spliced in, parsed by ``from_json``, whose errors name the field.
+    """
+    base = AgentState.from_json(header, source=source) if _current_version(header) else None
+    if base is not None:
+        items = [VALIDATED_ROWS.items(field, rows) if rows else ()
+                 for field, rows in zip(APPEND_ONLY_FIELDS, bodies, strict=True)]
+        if all(found is not None for found in items):
+            return base.model_copy(update=dict(zip(APPEND_ONLY_FIELDS, items, strict=True)))
+    # An empty sequence is left out (same default).
+    present = [(field, rows) for field, rows in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if rows]
+    state = AgentState.from_json(splice(header, present), source=source)
+    VALIDATED_ROWS.remember([((field, body), item) for field, rows in present
+                             for body, item in zip(rows, getattr(state, field), strict=True)])
+    return state
+
+
+def _current_version(header: str) -> bool:
+    """True if the header says it is of this arknb's schema version (no migration runs)."""
+    try:
+        version = json.loads(header).get("schema_version", 1)
+    except (ValueError, AttributeError, RecursionError):
+        return False  # the whole document's parse says what is wrong
+    return type(version) is int and version == SCHEMA_VERSION
 
 
 def _check_rows(where: str, session_id: str, table: str, length: object, rows: list) -> list[str]:
