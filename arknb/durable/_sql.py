@@ -56,11 +56,13 @@ POSTGRES = Dialect("%s", " FOR UPDATE", "PostgreSQL")
 @dataclass(slots=True)
 class Written:
     """What the database holds for one session as far as this store instance knows: the
-    sequences it saved or loaded (in :data:`SEQUENCES` order) and the session's revision."""
+    sequences it saved or loaded (in :data:`SEQUENCES` order), the session's revision and
+    the header text it read or wrote (a stored header equal to it needs no check)."""
 
     sequences: tuple[tuple[Any, ...], ...]
     revision: int
     lengths: tuple[int, ...]
+    header: str | None = None
 
 
 def _many(conn: Any, sql: str, rows: list) -> None:
@@ -107,7 +109,7 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
         # items, so the next save appends by pointer comparison.
         updates.update(zip(APPEND_ONLY_FIELDS, known.sequences, strict=True))
     else:
-        cache[session_id] = Written(loaded, int(revision), tuple(lengths))
+        cache[session_id] = Written(loaded, int(revision), tuple(lengths), header)
     if marked:
         updates["not_resumable"] = True
     return state.model_copy(update=updates)
@@ -170,12 +172,12 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
     row = conn.execute(d.q(f"SELECT revision, history_len, usages_len, header FROM sessions "
                            f"WHERE session_id = ?{d.for_update}"), (session_id,)).fetchone()
     stored = int(row[0]) if row is not None and row[3] is not None else 0
-    if row is not None and row[3] is not None:
-        _check_writable(row[3], session_id, where)
+    known = cache.get(session_id)
+    if row is not None and row[3] is not None and (known is None or row[3] != known.header):
+        _check_writable(row[3], session_id, where)  # (a header this instance wrote or read is readable)
     if stored != expected:
         raise state_conflict(session_id, expected, stored, where)
     sequences = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
-    known = cache.get(session_id)
     # Append only to rows this instance knows: the revision and lengths must be the ones
     # it last wrote or loaded.
     if known is not None and row is not None and known.revision == stored and known.lengths == tuple(row[1:3]):
@@ -191,8 +193,8 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
         "VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (session_id) DO UPDATE SET header = excluded.header, "
         "history_len = excluded.history_len, usages_len = excluded.usages_len, not_resumable = 0, "
         "revision = excluded.revision, updated_at = excluded.updated_at"),
-        (session_id, header_json(state.model_copy(update={"revision": revision})), *lengths, revision, now))
-    return Written(sequences, revision, lengths)
+        (session_id, header := header_json(state.model_copy(update={"revision": revision})), *lengths, revision, now))
+    return Written(sequences, revision, lengths, header)
 
 
 def _check_writable(header: object, session_id: str, where: str) -> None:
