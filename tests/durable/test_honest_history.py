@@ -160,3 +160,53 @@ async def test_with_a_memory_store_an_interrupted_run_is_paused_and_new_input_re
     [answer] = [m for m in second.history if m.role == "tool"]
     assert answer.is_error and answer.text.startswith("cancelled while its outcome was unknown")
     await second.aclose()
+
+
+@pytest.mark.parametrize("decision", ["abort", "stop", "rewrite"])
+async def test_each_after_tool_call_decision_is_stored_in_its_operation_beside_the_raw_result(tmp_path, decision):
+    """after_tool_call runs per result in call order and each call's operation keeps its
+    response-hook records, its raw result and its effective one (the rewriting hook named
+    as source); after an abort the later answer's hooks are recorded as skipped."""
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+
+    @ark.tool
+    async def work(n: int) -> str:
+        """Work."""
+        return f"work {n} done"
+
+    calls = [ark.ToolCall(id=f"c{i}", name="work", arguments_json=f'{{"n": {i}}}', index=i - 1) for i in (1, 2)]
+    runtime = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(text="Working.", tool_calls=calls), "Done."]),
+                               tools=[work], storage=store, session_id="ops")
+    order = []
+
+    @runtime.hooks.after_tool_call
+    def judge(ctx):
+        order.append(ctx.call.id)
+        if ctx.call.id != "c1":
+            return None
+        if decision == "abort":
+            return ark.ToolResultHookResult.abort("the result looks wrong")
+        if decision == "stop":
+            return ark.ToolResultHookResult.stop()
+        return ark.ToolResultHookResult.proceed(ark.ToolResult.from_text("work 1 checked"))
+
+    result = await runtime.run("go")
+    assert result.stop_reason == {"abort": "aborted", "stop": "stopped", "rewrite": "completed"}[decision]
+    ops = {op.purpose_key.rsplit(":", 1)[-1]: op for op in await store.list_operations("ops") if op.kind == "tool_call"}
+    first, second = ops["c1"], ops["c2"]
+    assert first.completed and second.completed
+    assert first.raw_result["contents"][0]["text"] == "work 1 done"  # the raw result is never overwritten
+    assert [(r.hook, r.action) for r in first.records("response")] == [("judge", {"abort": "abort", "stop": "stop",
+                                                                                 "rewrite": "rewrite"}[decision])]
+    if decision == "abort":
+        assert order == ["c1"] and first.status == "blocked" and first.error.code == "hook_abort"
+        assert [r.action for r in second.records("response")] == ["skipped"]
+        assert second.status == "succeeded" and second.effective_result["contents"][0]["text"] == "work 2 done"
+    elif decision == "rewrite":
+        assert order == ["c1", "c2"] and first.result_source == "judge"
+        assert first.effective_result["contents"][0]["text"] == "work 1 checked"
+        assert [m.text for m in runtime.history if m.role == "tool"] == ["work 1 checked", "work 2 done"]
+    else:
+        assert order == ["c1", "c2"] and [r.action for r in second.records("response")] == ["proceed"]
+    await runtime.aclose()
+    await store.aclose()
