@@ -98,7 +98,21 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
     return planning.plan
 
 
-class ToolPlanning:
+class _OfRun:
+    """The run a seam-facing object belongs to (``ctx`` is its RunContext)."""
+
+    __slots__ = ()
+
+    @property
+    def run_id(self) -> str:
+        return self.ctx.run_id
+
+    @property
+    def turn(self) -> int:
+        return self.ctx.turn
+
+
+class ToolPlanning(_OfRun):
     """The request phase of one batch's calls, for the invocation seam.
 
     A seam calls :meth:`decide` for each call of :attr:`calls` in order, or, for a call
@@ -117,14 +131,6 @@ class ToolPlanning:
         self.plan = BatchPlan(batch_id=rt._new_id("batch"))
         self._tools = rt._offered_tools()  # the user's and the extensions' tools, as offered for this batch
         self._definitions = None
-
-    @property
-    def run_id(self) -> str:
-        return self.ctx.run_id
-
-    @property
-    def turn(self) -> int:
-        return self.ctx.turn
 
     @property
     def continued(self) -> bool:
@@ -255,7 +261,7 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
     return outcome
 
 
-class ToolBatch:
+class ToolBatch(_OfRun):
     """One batch for the invocation seam: the calls that may run, how to run them, and
     how to answer every call of the batch (run, denied or settled) through after_tool_call.
 
@@ -292,14 +298,6 @@ class ToolBatch:
                 if made.id == call.id:
                     return made
         return call
-
-    @property
-    def run_id(self) -> str:
-        return self.ctx.run_id
-
-    @property
-    def turn(self) -> int:
-        return self.ctx.turn
 
     @property
     def has_response_hooks(self) -> bool:
