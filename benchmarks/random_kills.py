@@ -2,10 +2,12 @@
 tools (three dangerous calls, each taking a random 0-0.4 s; the child is killed a random
 0-0.6 s after the approvals were saved), then a restore that finishes the run.
 
-Prints how many trials killed the child before, during and after the calls ran, how
-many approved calls never began before the kill and ran after the restore, how many
-were in doubt (each had begun), and every broken invariant (there must be none): an
-approved call lost, a call run twice, a call in doubt that never began.
+The child approves the three calls one by one and is killed right after its k-th
+approval (k random) plus a random delay. Prints how many approved calls had no
+``executing`` record at the kill and ran after the restore, how many were in doubt
+(each had ``executing`` committed), and every broken invariant (there must be none): an
+acknowledged decision asked again, an approved call lost, a call run twice, a call in
+doubt with no ``executing`` record.
 
 Usage: python benchmarks/random_kills.py [--trials 300] [--store sqlite]
 """
@@ -36,12 +38,17 @@ async def main_async(trials: int, store: str) -> str:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         totals["trials"] += 1
-        totals["calls approved"] += 3
-        totals["began before the kill"] += len(trial.began)
-        totals["finished before the kill"] += len(trial.finished)
-        totals["never began, ran after restore"] += len(trial.ran_after_restore - trial.began)
-        totals["in doubt (began, no committed result)"] += len(trial.in_doubt)
-        totals["began, result committed (reused)"] += len(trial.began - trial.in_doubt)
+        totals[f"killed after approval {len(trial.approved_before_kill)} of 3"] += 1
+        totals["calls approved before the kill"] += len(trial.approved_before_kill)
+        totals["approved before the kill, asked again after restore"] += len(trial.asked_again)
+        totals["calls with executing committed at the kill"] += len(trial.executing_recorded)
+        totals["calls begun before the kill (start line)"] += len(trial.began)
+        totals["calls finished before the kill (end line)"] += len(trial.finished)
+        totals["no executing record: ran after the restore"] += len(
+            {c for c in trial.ran_after_restore if c not in trial.executing_recorded})
+        totals["in doubt after restore (executing, no committed result)"] += len(trial.in_doubt)
+        totals["in doubt without a start line (killed before the tool's first line)"] += len(
+            trial.in_doubt - trial.began)
         totals["runs completed"] += trial.stop_reason == "completed"
         problems += [f"seed {seed}: {p}" for p in trial.problems]
     lines = [f"| {name} | {count} |" for name, count in totals.items()]

@@ -1,9 +1,9 @@
 """Child of the random-SIGKILL trials (tests/durable/test_random_kills.py,
 benchmarks/random_kills.py): an approval batch of slow dangerous tools.
 
-The agent asks for three dangerous calls; the child approves all three (each approval
-saved before it is acknowledged), prints ``READY``, and the run goes on to execute
-them, each taking a random while. Every tool appends ``start <call_id>`` when it begins
+The agent asks for three dangerous calls; the child approves them one by one (each
+approval saved before it is acknowledged), printing ``APPROVED <n>`` after the n-th, and
+the run goes on to execute them, each taking a random while. Every tool appends ``start <call_id>`` when it begins
 and ``end <call_id>`` when its work is done to ``<dir>/effects.log`` (fsynced), so the
 parent knows which calls began and which finished, whatever moment it kills the child.
 
@@ -63,10 +63,10 @@ async def main(kind: str, directory: str, seed: int) -> None:
                                session_id="s1")
     result = await runtime.run("Mail the three of them")
     assert result.stop_reason == "awaiting_approval", result
-    for item in runtime.controller.list_pending_approvals():
+    for number, item in enumerate(runtime.controller.list_pending_approvals(), start=1):
         decided = await runtime.controller.approve(item.approval_id)
         assert decided.ok, decided
-    print("READY", flush=True)
+        print(f"APPROVED {number} {item.tool_call.id}", flush=True)
     if runtime.current_run is not None:
         await runtime.current_run.wait()
     print("DONE", flush=True)
