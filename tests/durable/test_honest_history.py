@@ -47,9 +47,12 @@ async def close(runtime, store) -> None:
         await store.aclose()
 
 
-async def test_new_input_after_a_crash_in_planning_runs_the_calls_once_then_sends_a_paired_history(tmp_path):
-    await crash(tmp_path, "sqlite", "before_batch")
-    assert counts(tmp_path) == {}  # killed while planning: nothing ran
+@pytest.mark.parametrize("point", ["before_batch", "after_tool_hook"])
+async def test_new_input_after_a_crash_answers_the_calls_once_then_sends_a_paired_history(tmp_path, point):
+    # before_batch: killed while planning, nothing ran; after_tool_hook: both tools ran and
+    # the kill came in a response hook, so their committed results answer them.
+    await crash(tmp_path, "sqlite", point)
+    assert counts(tmp_path) == ({} if point == "before_batch" else {"fast": 1, "slow": 1})
     store, model, runtime = opened(tmp_path, "sqlite", ["Here is the answer to the new question."])
     result = await asyncio.wait_for(runtime.run("And now a new question"), 60)
     assert result.stop_reason == "completed", result.error
