@@ -9,15 +9,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import ArkError
+from .messages import AgentMessage
 from .model import ModelResponse
 from .tools import ToolCall, ToolResult
 
-__all__ = ["CALL_DEFERRED", "CallsInDoubt", "InDoubtCall", "ModelOutcome"]
+__all__ = ["CALL_DEFERRED", "CallsInDoubt", "HookAbort", "InDoubtCall", "ModelOutcome", "ToolAnswer"]
 
 CALL_DEFERRED = "call_deferred"
 """The ``error_code`` of what a call returns when it hands itself to a person
 (``ToolContext.defer``). It never reaches the model: the call runs again once decided,
 under a new operation (a durable seam keys each such attempt apart)."""
+
+
+class HookAbort(Exception):
+    """Control-flow signal: a hook aborted the run. Carries the ``hook_abort`` error.
+
+    A durable seam records the abort in the operation and raises it again when a
+    restored run reaches that operation, without calling the hook a second time.
+    """
+
+    def __init__(self, error: ArkError, slot: str, hook: str | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.slot = slot
+        self.hook = hook
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +70,27 @@ class CallsInDoubt(Exception):
         super().__init__(f"{len(calls)} call(s) in doubt")
         self.calls = calls
         self.results = results  # what the other calls of the batch returned, by call id
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """One call's answer after its ``after_tool_call`` hooks (DESIGN §5, §13).
+
+    Attributes:
+        call: the call as it ran (a hook's rewrite keeps the id).
+        result: the effective result: what enters history.
+        raw: what the tool (or the deny, or a person) produced, before the response hooks.
+        injected: messages the response hooks injected, in hook order.
+        stop: a response hook asked to stop after this batch (or the result says ``stop``).
+        abort: a response hook aborted the run on this result (the answer still enters
+            history: the call ran).
+        source: the hook whose rewrite made ``result`` (None: unchanged).
+    """
+
+    call: ToolCall
+    result: ToolResult
+    raw: ToolResult
+    injected: tuple[AgentMessage, ...] = ()
+    stop: bool = False
+    abort: HookAbort | None = None
+    source: str | None = None

@@ -69,34 +69,50 @@ class InvocationPipeline:
         self._check_open()
         self._frozen = True  # the first request fixes the assembly
         refs: list[PendingOperationRef] = []
-        fresh: list[tuple[Operation, EventRequest]] = []
-        resume: list[Operation] = []
+        # In the requests' order: ("run", op) to execute (or completed by its request
+        # phase), ("recover", op) an unfinished operation to continue, None nothing to do.
+        steps: list[tuple[str, Operation] | None] = []
+        prepared: list[Operation] = []
         for request in requests:
             if not isinstance(request, EventRequest):
                 raise invalid_argument(f"expected an EventRequest, got {type(request).__name__}")
             existing = self._known.get(request.purpose_key)
             if existing is None and not request.purpose_key.startswith(self._new_prefixes):
                 existing = await self.store.find_operation(self.session_id, request.purpose_key)
-            if existing is not None:
+            if existing is None:
+                operation = await self._request_phase(self._new_operation(request), request)
+            elif existing.completed or existing.operation_id in self._running:
                 refs.append(ref_of(existing))
-                if not existing.completed and existing.operation_id not in self._running:
-                    resume.append(existing)
+                steps.append(None)
                 continue
-            operation = await self._request_phase(self._new_operation(request), request)
-            fresh.append((operation, request))
+            elif existing.phase in (OperationPhase.PREPARED, OperationPhase.REQUEST_HOOKS):
+                # Its request phase began (hooks recorded so far): it goes on from there,
+                # and its executing record joins the others' transaction.
+                operation = await self._request_phase(existing, self._request_of(existing))
+            else:
+                refs.append(ref_of(existing))
+                steps.append(("recover", existing))
+                continue
+            prepared.append(operation)
             refs.append(ref_of(operation))
-        if fresh:
-            sync = any(self._sync_for(op) for op, _ in fresh)
-            await self._write(tuple(op for op, _ in fresh), sync)
+            steps.append(("run", operation))
+        if prepared:
+            # One transaction for every request phase's outcome: a batch's executing
+            # records are all committed before any of its handlers runs (DESIGN §13).
+            await self._write(tuple(prepared), any(self._sync_for(op) for op in prepared))
         gate = _Gate(concurrency)
         previous: asyncio.Future | None = None
-        for operation, request in fresh:
-            if operation.completed:
-                self._waiters.signal(operation.operation_id)
+        # Response phases are chained in the requests' order, whatever order they finish in.
+        for step in steps:
+            if step is None:
                 continue
-            previous = self._spawn(operation, previous, gate)
-        for operation in resume:
-            previous = await self._recover(operation, previous, gate)
+            kind, operation = step
+            if kind == "recover":
+                previous = await self._recover(operation, previous, gate)
+            elif operation.completed:
+                self._waiters.signal(operation.operation_id)
+            else:
+                previous = self._spawn(operation, previous, gate)
         return refs
 
     def _new_operation(self, request: EventRequest) -> Operation:
@@ -117,7 +133,9 @@ class InvocationPipeline:
                                      error=missing.info())
         interceptor = self._interceptor(operation.kind)
         decision = PROCEED
-        if interceptor is not None and not operation.hooks_done("request"):
+        if interceptor is not None:
+            # (Continuing a request phase a process left: the interceptor skips the steps
+            # it finds recorded in hook_progress.)
             operation = operation.advance(OperationPhase.REQUEST_HOOKS, at=now)
             token = current_operation.set(operation.operation_id)
             try:
@@ -195,10 +213,12 @@ class InvocationPipeline:
             await self._write((operation,), self._sync_for(operation))
         if previous is not None:
             await asyncio.wait({previous})
-            if previous.cancelled() or previous.exception() is not None:
+            if not previous.cancelled() and previous.exception() is not None:
+                # An earlier response phase failed (a commit, a hook's exception): this one
+                # stays raw_saved for a restore, and its waiter learns why.
                 if trivial:
                     await self._write((operation,), self._sync_for(operation))
-                return  # an earlier response phase aborted: this one stays raw_saved
+                raise previous.exception()
         # A trivial response phase (no hook can change the result) is run first and
         # committed with the raw result: one commit instead of two.
         await self._finish_response(operation, interceptor)
@@ -233,15 +253,9 @@ class InvocationPipeline:
 
     async def _recover(self, operation: Operation, previous: asyncio.Future | None,
                        gate: _Gate) -> asyncio.Future | None:
-        """Continue an unfinished operation a previous process left (DESIGN §13's table)."""
+        """Continue an unfinished operation a previous process left in ``executing`` or a
+        later phase (DESIGN §13's table; an unfinished request phase goes on in ``_start``)."""
         phase = operation.phase
-        if phase in (OperationPhase.PREPARED, OperationPhase.REQUEST_HOOKS):
-            operation = await self._request_phase(operation, self._request_of(operation))
-            await self._write((operation,), self._sync_for(operation))
-            if operation.completed:
-                self._waiters.signal(operation.operation_id)
-                return previous
-            return self._spawn(operation, previous, gate)
         if phase is OperationPhase.EXECUTING:
             if operation.status is OperationStatus.INDETERMINATE:
                 return previous  # already in doubt: a person decides
@@ -271,11 +285,14 @@ class InvocationPipeline:
     async def _resume_response(self, operation: Operation, previous: asyncio.Future | None) -> None:
         if previous is not None:
             await asyncio.wait({previous})
+            if not previous.cancelled() and previous.exception() is not None:
+                raise previous.exception()
         interceptor = self._interceptor(operation.kind)
-        if interceptor is None or operation.hooks_done("response"):
+        if interceptor is None:
             done = operation.advance(OperationPhase.COMPLETED, at=self._clock())
             await self._write((done,), self._sync_for(done))
             return
+        # The interceptor runs only the response steps not yet recorded in hook_progress.
         await self._finish_response(operation, interceptor)
 
     # -- helpers -------------------------------------------------------------------------------

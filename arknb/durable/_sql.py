@@ -14,15 +14,17 @@ immutable: comparing the tuple this store last wrote costs a pointer comparison 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.events import AgentEvent
-from arknb.state import AgentState
+from arknb.state import SCHEMA_VERSION, AgentState
 from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
 from ._outbox import event_from_json, event_to_json
+from ._validated_rows import VALIDATED_ROWS
 from .operation import Operation
 from .store import Commit, Lease, lease_lost, owner_is_dead, session_locked, state_conflict
 
@@ -54,11 +56,13 @@ POSTGRES = Dialect("%s", " FOR UPDATE", "PostgreSQL")
 @dataclass(slots=True)
 class Written:
     """What the database holds for one session as far as this store instance knows: the
-    sequences it saved or loaded (in :data:`SEQUENCES` order) and the session's revision."""
+    sequences it saved or loaded (in :data:`SEQUENCES` order), the session's revision and
+    the header text it read or wrote (a stored header equal to it needs no check)."""
 
     sequences: tuple[tuple[Any, ...], ...]
     revision: int
     lengths: tuple[int, ...]
+    header: str | None = None
 
 
 def _many(conn: Any, sql: str, rows: list) -> None:
@@ -94,10 +98,7 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
         bodies.append(_check_rows(where, session_id, table, length, rows))
     if not isinstance(header, str):
         raise corrupt(where, session_id, f"its header is {type(header).__name__}, not text")
-    # The header with the sequences spliced in, parsed by from_json: migrations and
-    # version refusals are the files' own. An empty sequence is left out (same default).
-    present = [(field, items) for field, items in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if items]
-    state = AgentState.from_json(splice(header, present), source=f"session {session_id!r} ({where})")
+    state = _parse_state(header, bodies, f"session {session_id!r} ({where})")
     if state.session_id != session_id:
         raise corrupt(where, session_id, f"the row holds session {state.session_id!r}")
     loaded = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
@@ -108,12 +109,45 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
         # items, so the next save appends by pointer comparison.
         updates.update(zip(APPEND_ONLY_FIELDS, known.sequences, strict=True))
     else:
-        cache[session_id] = Written(loaded, int(revision), tuple(lengths))
+        cache[session_id] = Written(loaded, int(revision), tuple(lengths), header)
     if marked:
         updates["not_resumable"] = True
     return state.model_copy(update=updates)
 
 
+
+
+def _parse_state(header: str, bodies: list[list[str]], source: str) -> AgentState:
+    """The state of a header and its rows, validated as strictly as a whole document.
+
+    The header (small) is parsed by ``AgentState.from_json`` every time. The rows are
+    items this process already validated from the same text, or are validated alone
+    (``VALIDATED_ROWS``), so a restore at turn 1,000 does not validate the whole
+    conversation again. A header of an older schema version (migrations see the whole
+    document) or a row that fails alone goes the whole document's way: the header with
+    the sequences spliced in, parsed by ``from_json``, whose errors name the field.
+    """
+    base = AgentState.from_json(header, source=source) if _current_version(header) else None
+    if base is not None:
+        items = [VALIDATED_ROWS.items(field, rows) if rows else ()
+                 for field, rows in zip(APPEND_ONLY_FIELDS, bodies, strict=True)]
+        if all(found is not None for found in items):
+            return base.model_copy(update=dict(zip(APPEND_ONLY_FIELDS, items, strict=True)))
+    # An empty sequence is left out (same default).
+    present = [(field, rows) for field, rows in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if rows]
+    state = AgentState.from_json(splice(header, present), source=source)
+    VALIDATED_ROWS.remember([((field, body), item) for field, rows in present
+                             for body, item in zip(rows, getattr(state, field), strict=True)])
+    return state
+
+
+def _current_version(header: str) -> bool:
+    """True if the header says it is of this arknb's schema version (no migration runs)."""
+    try:
+        version = json.loads(header).get("schema_version", 1)
+    except (ValueError, AttributeError, RecursionError):
+        return False  # the whole document's parse says what is wrong
+    return type(version) is int and version == SCHEMA_VERSION
 
 
 def _check_rows(where: str, session_id: str, table: str, length: object, rows: list) -> list[str]:
@@ -138,12 +172,12 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
     row = conn.execute(d.q(f"SELECT revision, history_len, usages_len, header FROM sessions "
                            f"WHERE session_id = ?{d.for_update}"), (session_id,)).fetchone()
     stored = int(row[0]) if row is not None and row[3] is not None else 0
-    if row is not None and row[3] is not None:
-        _check_writable(row[3], session_id, where)
+    known = cache.get(session_id)
+    if row is not None and row[3] is not None and (known is None or row[3] != known.header):
+        _check_writable(row[3], session_id, where)  # (a header this instance wrote or read is readable)
     if stored != expected:
         raise state_conflict(session_id, expected, stored, where)
     sequences = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
-    known = cache.get(session_id)
     # Append only to rows this instance knows: the revision and lengths must be the ones
     # it last wrote or loaded.
     if known is not None and row is not None and known.revision == stored and known.lengths == tuple(row[1:3]):
@@ -159,8 +193,8 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
         "VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (session_id) DO UPDATE SET header = excluded.header, "
         "history_len = excluded.history_len, usages_len = excluded.usages_len, not_resumable = 0, "
         "revision = excluded.revision, updated_at = excluded.updated_at"),
-        (session_id, header_json(state.model_copy(update={"revision": revision})), *lengths, revision, now))
-    return Written(sequences, revision, lengths)
+        (session_id, header := header_json(state.model_copy(update={"revision": revision})), *lengths, revision, now))
+    return Written(sequences, revision, lengths, header)
 
 
 def _check_writable(header: object, session_id: str, where: str) -> None:

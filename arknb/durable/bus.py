@@ -237,18 +237,27 @@ class InvocationBus(InvocationPipeline):
         return ref_of(operation)
 
     async def settle(self, operation_id: str, *, status: OperationStatus | str, result: Any = None,
-                     error: ErrorInfo | None = None, source: str = "person") -> EventResponse:
+                     error: ErrorInfo | None = None, source: str = "person",
+                     respond: bool = False) -> EventResponse | None:
         """Complete an in-doubt operation with the outcome a person recorded.
+
+        With ``respond=True`` the outcome stands for the handler's raw result instead:
+        the operation is left ``raw_saved`` and its response phase (the interceptor's
+        ``after``) runs at the next ``begin`` of its purpose key; None is returned then.
 
         Raises:
             ArkError: ``operation_not_found``; ``operation_not_in_doubt``.
         """
         operation = await self._in_doubt(operation_id)
         now = self._clock()
-        operation = operation.advance(OperationPhase.COMPLETED, at=now, status=OperationStatus(status),
-                                      effective_result=result, result_source=source, error=error,
-                                      attempts=close_last(operation.attempts, now, f"settled by {source}"))
+        changes: dict[str, Any] = {"raw_result": result} if respond else {}  # the person's word stands for it
+        operation = operation.advance(OperationPhase.RAW_SAVED if respond else OperationPhase.COMPLETED, at=now,
+                                      status=OperationStatus(status), effective_result=result, result_source=source,
+                                      error=error, attempts=close_last(operation.attempts, now, f"settled by {source}"),
+                                      **changes)
         await self._write((operation,), True)
+        if respond:
+            return None
         self._waiters.signal(operation_id)
         return response_of(operation)
 
@@ -274,6 +283,22 @@ class InvocationBus(InvocationPipeline):
         if not isinstance(prefix, str) or not prefix:
             raise invalid_argument(f"prefix must be a non-empty string, got {prefix!r}")
         self._new_prefixes = (prefix, *self._new_prefixes[:7])  # the latest runs are the ones still going
+
+    def new_operation(self, request: EventRequest) -> Operation:
+        """A fresh ``prepared`` operation for ``request`` (not committed): for a caller that
+        runs its request phase itself and commits it through this bus's committer."""
+        return self._new_operation(request)
+
+    def remember(self, operation: Operation) -> None:
+        """Know ``operation`` as the current record of its purpose key before it is written
+        (the caller's committer writes it with the next commit): a ``begin`` of that key
+        then continues it instead of starting another."""
+        self._known[operation.purpose_key] = operation
+        self._known_ids[operation.operation_id] = operation
+
+    def known(self, purpose_key: str) -> Operation | None:
+        """The operation of ``purpose_key`` as this bus last wrote or was told (no store read)."""
+        return self._known.get(purpose_key)
 
     def running(self) -> tuple[str, ...]:
         """Ids of the operations whose pipeline runs in this process now."""

@@ -58,15 +58,23 @@ class OperationStatus(StrEnum):
 
 
 class HookRecord(BaseModel):
-    """What one interception step decided, committed with the operation.
+    """What one finished hook (or interception step) decided, committed with the operation.
+
+    The runtime's phases record one per hook, as each finishes (DESIGN §13: a restore
+    runs only the hooks not yet recorded); the built-in approval policy and a person's
+    approval are recorded the same way (``approval_policy``, ``approval``).
 
     Attributes:
         phase: ``request`` or ``response`` (set by the bus).
         slot: the hook slot (``before_tool_call``, ``after_model_call``, ... or the
             interceptor phase of a user request type: ``request`` / ``response``).
-        action: the decision (``proceed``, ``rewrite``, ``deny``, ``respond``, ...).
-        hook: the hook that made a non-trivial decision (None when every hook proceeded).
+        action: the decision (``proceed``, ``rewrite``, ``failed``, ``deny``, ``defer``,
+            ``respond``, ``retry``, ``stop``, ``abort``, ``approve``; ``skipped`` for
+            response hooks not run because an earlier answer's hook aborted the run).
+        hook: the hook's name (None for a step no single hook made).
         reason: the reason the hook gave, if any.
+        injected: ``after_tool_call``: the messages the hook injected (JSON), in order.
+        detail: ``defer``: the pending item's kind and detail (``{"kind", "detail"}``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,6 +84,8 @@ class HookRecord(BaseModel):
     phase: str = "request"
     hook: str | None = None
     reason: str | None = None
+    injected: tuple[Any, ...] = ()
+    detail: Any = None
 
 
 class Attempt(BaseModel):
@@ -194,10 +204,9 @@ class Operation(BaseModel):
         """``hook_progress`` with ``records`` appended."""
         return self.hook_progress + tuple(records)
 
-    def hooks_done(self, phase: str) -> bool:
-        """True if the ``request`` or ``response`` phase's records were committed (so
-        restore does not run that phase again)."""
-        return any(record.phase == phase for record in self.hook_progress)
+    def records(self, phase: str) -> tuple[HookRecord, ...]:
+        """The committed records of the ``request`` or ``response`` phase, in order."""
+        return tuple(record for record in self.hook_progress if record.phase == phase)
 
     def to_json(self) -> str:
         """The JSON a store keeps."""

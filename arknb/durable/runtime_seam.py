@@ -34,26 +34,25 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from arknb.domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, ToolCall, ToolResult
-from arknb.domain.invocation import CALL_DEFERRED, CallsInDoubt, InDoubtCall, ModelOutcome
+from arknb.domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ToolCall, ToolResult
+from arknb.domain.invocation import CALL_DEFERRED, CallsInDoubt, HookAbort, InDoubtCall
 from arknb.events import AgentEvent, EventTypes
-from arknb.state import AgentState
+from arknb.state import AgentState, DeniedCall
 
+from ._interceptors import (
+    APPROVAL, ModelInterceptor, OperationProgress, ToolInterceptor, call_of, deferral, deny_reason,
+    model_outcome, planned_phase, recorded_abort, response_json, tool_answer, tool_result,
+)
 from ._outbox import kept_in_outbox
 from .bus import InvocationBus
 from .operation import HookRecord, Operation, OperationPhase, OperationStatus, purpose_key_for_model, \
     purpose_key_for_tool
-from .requests import EventRequest, Interception
+from .requests import EventRequest
 from .store import DEFAULT_LEASE_TTL, Commit, Lease, new_owner_id
 
 __all__ = ["DurableInvocations", "MODEL_CALL", "TOOL_CALL"]
 
 _log = logging.getLogger("arknb.durable")
-
-# The records of phases in which every hook proceeded (immutable: one instance each).
-_BEFORE_MODEL_PROCEED = HookRecord(slot="before_model_call", action="proceed")
-_AFTER_MODEL_PROCEED = HookRecord(slot="after_model_call", action="proceed")
-_BEFORE_TOOL_PROCEED = HookRecord(slot="before_tool_call", action="proceed")
 
 MODEL_CALL = "model_call"
 TOOL_CALL = "tool_call"
@@ -126,21 +125,25 @@ class DurableInvocations:
         self._events: list[AgentEvent] = []
         self._pending: AgentState | None = None   # a deferred save (see save())
         self._stored: int | None = None           # the stored revision, as far as this seam knows
-        self._model_calls: dict[str, Any] = {}
-        self._tool_calls: dict[str, tuple[Any, ToolCall]] = {}
+        # Operations changed but not written yet (hook records, planning decisions): they
+        # ride the next commit of any kind (see OperationProgress).
+        self._staged: dict[str, Operation] = {}
+        self.model_calls: dict[str, Any] = {}
+        self.tool_calls: dict[str, tuple[Any, ToolCall]] = {}
         # What handlers and response phases of this process produced, by purpose key, so
         # the next phase takes the objects instead of decoding the JSON just committed.
-        self._raw: dict[str, tuple] = {}
-        self._outcomes: dict[str, Any] = {}
-        self._results: dict[str, ToolResult] = {}
+        self.raw: dict[str, tuple] = {}
+        self.outcomes: dict[str, Any] = {}
+        self.results: dict[str, ToolResult] = {}
+        self.answers: dict[str, Any] = {}
         self._call_turns: dict[tuple[str, str], int] = {}  # (run, call id) -> the turn that used it first
         self.bus = InvocationBus(store, session_id=self.session_id, commit=self._commit_operations,
                                  clock=scope.clock)
         self.bus.register_handler(MODEL_CALL, 1, self._run_model, idempotent=True, sync=False)
         self.bus.register_handler(TOOL_CALL, 1, self._run_tool,
-                                  idempotent=lambda request: scope.is_idempotent(_call_of(request.payload).name))
-        self.bus.set_interceptor(_ModelInterceptor(self), event_type=MODEL_CALL)
-        self.bus.set_interceptor(_ToolInterceptor(self), event_type=TOOL_CALL)
+                                  idempotent=lambda request: scope.is_idempotent(call_of(request.payload).name))
+        self.bus.set_interceptor(ModelInterceptor(self), event_type=MODEL_CALL)
+        self.bus.set_interceptor(ToolInterceptor(self), event_type=TOOL_CALL)
         self.bus.freeze()
         # The outbox listens to every type but llm.chunk, type by type, so that the
         # runtime still skips building chunk events nobody else wants.
@@ -210,11 +213,27 @@ class DurableInvocations:
         if event.session_id == self.session_id:
             self._events.append(event)
 
+    def stage(self, operation: Operation) -> None:
+        """Keep ``operation`` to be written with the next commit (the bus knows it at once)."""
+        self._staged[operation.operation_id] = operation
+        self.bus.remember(operation)
+
+    async def flush_staged(self) -> None:
+        """Write the staged operations now (not synced: see OperationProgress), if any."""
+        if self._staged:
+            await self._commit(sync=False)
+
     async def _commit(self, *, state: AgentState | None = None, operations: tuple[Operation, ...] = (),
                       sync: bool = True, base: int | None = None) -> int | None:
         await self._ensure_open()
         if state is None and self._pending is not None:
             state, base = self._pending, self._stored  # a held-back save rides along
+        staged, self._staged = self._staged, {}
+        if staged:
+            # Staged records ride along; a newer version of the same operation wins.
+            for operation in operations:
+                staged.pop(operation.operation_id, None)
+            operations = (*staged.values(), *operations)
         operations = tuple(self._redacted(op) for op in operations)
         events, self._events = tuple(self._events), []
         try:
@@ -222,6 +241,8 @@ class DurableInvocations:
                                                       events=events, lease=self.lease, sync=sync, base_revision=base))
         except BaseException as exc:
             self._events[:0] = events  # not written: they go with the next commit
+            for operation in staged.values():
+                self._staged.setdefault(operation.operation_id, operation)
             if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
                 self.lost = exc
                 self.scope.bus.publish(AgentEvent(EventTypes.RUNTIME_DETACHED, self.session_id, "", 0,
@@ -235,10 +256,11 @@ class DurableInvocations:
 
     def _redacted(self, operation: Operation) -> Operation:
         """``operation`` without the secrets the runtime knows (DESIGN §9: a key never
-        reaches a store): its inputs and results are what tools and models returned."""
+        reaches a store): its inputs, results, error and hook records (a reason, an injected
+        message) hold what tools, models and hooks returned."""
         redact, where = self.scope.redact, f"operation {operation.purpose_key}"
         changes = {}
-        for field in ("raw_input", "effective_input", "raw_result", "effective_result"):
+        for field in ("raw_input", "effective_input", "raw_result", "effective_result", "error", "hook_progress"):
             value = getattr(operation, field)
             if value is not None:
                 clean = redact(value, where)
@@ -272,7 +294,7 @@ class DurableInvocations:
 
     async def flush(self) -> None:
         """Commit the events and the deferred save still pending (after a terminal event)."""
-        if (not self._events and self._pending is None) or self.lost is not None:
+        if (not self._events and self._pending is None and not self._staged) or self.lost is not None:
             return
         try:
             await self._commit(sync=True)
@@ -292,24 +314,28 @@ class DurableInvocations:
         purpose = purpose_key_for_model(call.run_id, call.turn, call.attempt)
         self._run_started(call.run_id, call.ctx.continued)
         call.ran_after = False
-        self._model_calls[purpose] = call
+        self.model_calls[purpose] = call
         try:
             response = await self.bus.request(EventRequest(MODEL_CALL, 1, {"turn": call.turn, "attempt": call.attempt},
                                                            purpose))
         finally:
-            self._model_calls.pop(purpose, None)
-            self._raw.pop(purpose, None)
+            self.model_calls.pop(purpose, None)
+            self.raw.pop(purpose, None)
         if response.status != OperationStatus.SUCCEEDED:
-            self._outcomes.pop(purpose, None)
+            self.outcomes.pop(purpose, None)
             _raise_cancel(call.ctx)
+            if response.status == OperationStatus.BLOCKED:
+                # A hook aborted the run in this call (now, or in a process before this one:
+                # the abort recorded stands, its hook is not called again).
+                raise recorded_abort(await self._operation(response.operation_id), "before_model_call")
             raise _error_of(response)
         if call.ran_after:  # this process ran the response phase: its outcome, not a decoded copy
-            return self._outcomes.pop(purpose)
+            return self.outcomes.pop(purpose)
         result = response.result  # committed by a process before this one: nothing runs again
-        return call.reuse(_outcome(result), result.get("raw_text", ""), result.get("raw_reasoning", ""))
+        return call.reuse(model_outcome(result), result.get("raw_text", ""), result.get("raw_reasoning", ""))
 
     async def _run_model(self, request: EventRequest) -> dict:
-        call = self._model_calls[request.purpose_key]
+        call = self.model_calls[request.purpose_key]
         payload = request.payload or {}
         if "responded" in payload:  # a before_model_call hook answered: no model request leaves
             return payload["responded"]
@@ -320,49 +346,131 @@ class DurableInvocations:
             response, raw_text, raw_reasoning = await call.execute(model_request)
         finally:
             remove()
-        self._raw[request.purpose_key] = (response, raw_text, raw_reasoning)  # the response phase reads these
-        return _response_json(response, raw_text, raw_reasoning)
+        self.raw[request.purpose_key] = (response, raw_text, raw_reasoning)  # the response phase reads these
+        return response_json(response, raw_text, raw_reasoning)
+
+    async def _operation(self, operation_id: str) -> Operation:
+        operation = self.bus._known_ids.get(operation_id) or await self.store.get_operation(operation_id)
+        if operation is None:
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_FOUND,
+                           f"operation {operation_id} of session {self.session_id!r} is missing from {self.store!r}")
+        return operation
+
+    async def _find(self, purpose: str, continued: bool) -> Operation | None:
+        """The operation of ``purpose`` this process knows, or (in a continued run) the store's."""
+        known = self.bus.known(purpose)
+        if known is None and continued:
+            known = await self.store.find_operation(self.session_id, purpose)
+        return known
 
     # -- tool calls ------------------------------------------------------------------------------
 
-    async def run_tools(self, batch: Any) -> list[ToolResult]:
+    async def plan_tools(self, planning: Any) -> None:
+        """The request phase of each call of a batch, recorded hook by hook: a decision an
+        earlier process recorded stands (no hook runs again); an unfinished one goes on
+        with the hooks not yet recorded."""
+        self._run_started(planning.run_id, planning.continued)
+        for call in planning.calls:
+            purpose = await self._tool_purpose(planning.run_id, call.id, planning.turn, planning.continued)
+            operation = await self._find(purpose, planning.continued)
+            if operation is not None and _replay_plan(planning, operation):
+                continue
+            if operation is None:
+                operation = self.bus.new_operation(EventRequest(
+                    TOOL_CALL, 1, {"call": call.model_dump(mode="json"), "turn": planning.turn}, purpose))
+            operation = operation.advance(OperationPhase.REQUEST_HOOKS, at=self.scope.clock())
+            raw_input = operation.raw_input
+            progress = OperationProgress(self, operation, "request", "before_tool_call", lambda value: {
+                "effective_input": {**raw_input, "call": value.model_dump(mode="json")},
+                "input_source": progress.source})
+            try:
+                decided = await planning.decide(call_of(operation.effective_input), progress)
+            except HookAbort as abort:
+                # Recorded before the run ends (the terminal save carries it): a restore
+                # meets the abort again without calling the hook.
+                self.stage(progress.current().advance(OperationPhase.COMPLETED, at=self.scope.clock(),
+                                                      status=OperationStatus.BLOCKED, error=abort.error.info(),
+                                                      result_source=abort.hook))
+                raise
+            operation = progress.current()
+            if isinstance(decided, DeniedCall):
+                operation = _denied(operation, decided, self.scope.clock())
+            self.stage(operation)
+
+    async def run_tools(self, batch: Any) -> list:
         self._run_started(batch.run_id, batch.ctx.continued)
+        continued = batch.ctx.continued
         requests = []
         purposes = {}
-        for call in batch.calls:
-            purpose = purposes[call.id] = await self._tool_purpose(batch.run_id, call.id, batch.turn,
-                                                                   batch.ctx.continued)
-            self._tool_calls[purpose] = (batch, call)
+        for call in batch.order:
+            purpose = purposes[call.id] = await self._tool_purpose(batch.run_id, call.id, batch.turn, continued)
+            self.tool_calls[purpose] = (batch, call)
+            given = batch.given_answer(call)
+            if given is not None and not batch.is_settled(call):
+                await self._deny(purpose, call, given, batch.turn, continued)
             original = batch.original(call)
             requests.append(EventRequest(TOOL_CALL, 1, {"call": original.model_dump(mode="json"), "turn": batch.turn},
                                          purpose))
+        if continued:
+            await self._note_recorded_abort(batch, purposes)
         try:
             responses = await self.bus.request_many(requests)
         finally:
             for request in requests:
-                self._tool_calls.pop(request.purpose_key, None)
-        results: dict[str, ToolResult] = {}
+                self.tool_calls.pop(request.purpose_key, None)
+        answers = []
         doubts = []
-        for call, response in zip(batch.calls, responses, strict=True):
-            if response.status == OperationStatus.INDETERMINATE:
-                operation = await self.store.get_operation(response.operation_id)
-                doubts.append(InDoubtCall(call, response.operation_id, operation.started_at if operation else None,
-                                          len(operation.attempts) if operation else 0))
-                continue
-            if response.status != OperationStatus.SUCCEEDED:
-                _raise_cancel(batch.ctx)
-                results[call.id] = ToolResult.from_error(_error_of(response))
-                continue
-            live = self._results.pop(purposes[call.id], None)
-            if live is None:  # a result an earlier process committed: announced, never run again
-                live = ToolResult.model_validate(response.result)
-                batch.on_result(call, live, reused=True)
-            results[call.id] = live
-        for request in requests:
-            self._results.pop(request.purpose_key, None)
+        try:
+            for call, response in zip(batch.order, responses, strict=True):
+                purpose = purposes[call.id]
+                if response.status == OperationStatus.INDETERMINATE:
+                    operation = await self._operation(response.operation_id)
+                    doubts.append(InDoubtCall(call, response.operation_id, operation.started_at,
+                                              len(operation.attempts)))
+                    continue
+                answer = self.answers.pop(purpose, None)
+                if answer is None:  # completed by a process before this one: announced, never run again
+                    _raise_cancel(batch.ctx)
+                    answer = await self._recorded_answer(batch, call, response)
+                answers.append(answer)
+        finally:
+            for request in requests:
+                self.results.pop(request.purpose_key, None)
+                self.answers.pop(request.purpose_key, None)
         if doubts:
-            raise CallsInDoubt(doubts, results)
-        return [results[call.id] for call in batch.calls]
+            raise CallsInDoubt(doubts, {answer.call.id: answer.result for answer in answers})
+        return answers
+
+    async def _deny(self, purpose: str, call: ToolCall, given: Any, turn: int, continued: bool) -> None:
+        """A denied call (by a hook, or by a person deciding its approval) is answered with
+        its synthetic result through the response phase: its operation waits raw_saved."""
+        operation = await self._find(purpose, continued)
+        if operation is not None and (operation.status is OperationStatus.DENIED or operation.completed):
+            return
+        if operation is None:
+            operation = self.bus.new_operation(EventRequest(
+                TOOL_CALL, 1, {"call": call.model_dump(mode="json"), "turn": turn}, purpose))
+        elif operation.records("request") and operation.records("request")[-1].action == "defer":
+            operation = operation.copy_with({"hook_progress": operation.hook_progress + (HookRecord(
+                slot="before_tool_call", action="deny", hook=APPROVAL, reason=given.reason),)})
+        self.stage(_denied(operation, given, self.scope.clock()))
+
+    async def _note_recorded_abort(self, batch: Any, purposes: dict[str, str]) -> None:
+        """A restored batch: an abort an earlier process recorded in an answer's response
+        hooks makes the later answers skip theirs, as it did then."""
+        for call in batch.order:
+            operation = await self._find(purposes[call.id], True)
+            if operation is not None and operation.completed and operation.status is OperationStatus.BLOCKED \
+                    and any(r.action == "abort" for r in operation.records("response")):
+                batch.aborted = recorded_abort(operation, "after_tool_call")
+                return
+
+    async def _recorded_answer(self, batch: Any, call: ToolCall, response: Any) -> Any:
+        operation = await self._operation(response.operation_id)
+        result, raw, injected, stop, abort, source = tool_answer(operation, call)
+        if operation.attempts and batch.given_answer(call) is None:
+            batch.on_result(call, raw, reused=True)
+        return batch.recorded_answer(call, result, raw, injected, stop, abort, source)
 
     async def _tool_purpose(self, run_id: str, call_id: str, turn: int, continued: bool) -> str:
         """The purpose key of a tool call: ``{run_id}:{call_id}`` (DESIGN §13), and, for a
@@ -373,7 +481,7 @@ class DurableInvocations:
         first = self._call_turns.get(key)
         if first is None:
             if continued:  # an earlier process may have used this id in an earlier turn of the run
-                operation = await self.store.find_operation(self.session_id, base)
+                operation = self.bus.known(base) or await self.store.find_operation(self.session_id, base)
                 first = _turn_of(operation) if operation is not None else None
             first = turn if first is None else first
             self._call_turns[key] = first
@@ -390,37 +498,39 @@ class DurableInvocations:
         return current
 
     async def _run_tool(self, request: EventRequest) -> dict:
-        batch, call = self._tool_calls[request.purpose_key]
+        batch, call = self.tool_calls[request.purpose_key]
         payload = request.payload["call"]
         effective = call if payload == call.model_dump(mode="json") else ToolCall.model_validate(payload)
         result = await batch.execute_one(effective, idempotency_key=request.idempotency_key)
-        self._results[request.purpose_key] = result
+        self.results[request.purpose_key] = result
         return result.model_dump(mode="json")
 
     async def classify_unanswered(self, run_id: str, calls: list[ToolCall], turn: int
                                   ) -> tuple[list, list, list]:
         """After a crash: which unanswered calls (of ``turn``) are in doubt, which have
         operations to continue (reuse a result, run again idempotently, or run an approved
-        call that never started), and which were never planned."""
+        call that never started), and which planning must decide (never planned, or planned
+        only in part: their recorded hook decisions stand)."""
         in_doubt, runnable, unplanned = [], [], []
         for call in calls:
             purpose = await self._tool_purpose(run_id, call.id, turn, True)
-            operation = await self.store.find_operation(self.session_id, purpose)
-            if operation is None:
-                unplanned.append(call)
+            operation = await self._find(purpose, True)
+            if operation is None or operation.phase.rank < OperationPhase.EXECUTING.rank \
+                    or planned_phase(operation) in ("deny", "abort"):
+                unplanned.append(call)  # planning replays what it recorded and runs the rest
                 continue
             if operation.phase is OperationPhase.EXECUTING and not operation.completed:
                 started = bool(operation.attempts) and operation.attempts[-1].ended_at is None
                 if operation.in_doubt or (started and not self.scope.is_idempotent(call.name)):
                     if not operation.in_doubt:
                         operation = operation.copy_with({"status": OperationStatus.INDETERMINATE,
-                                                                 "updated_at": self.scope.clock()})
+                                                         "updated_at": self.scope.clock()})
                         await self._commit(operations=(operation,))
-                    in_doubt.append(InDoubtCall(_call_of(operation.effective_input),
+                    in_doubt.append(InDoubtCall(call_of(operation.effective_input),
                                                 operation.operation_id, operation.started_at,
                                                 len(operation.attempts)))
                     continue
-            runnable.append(_call_of(operation.effective_input))
+            runnable.append(call_of(operation.effective_input))
         return in_doubt, runnable, unplanned
 
     async def record_in_doubt_decision(self, item: Any, resolution: str, text: str | None) -> None:
@@ -433,81 +543,78 @@ class DurableInvocations:
         if resolution == "rerun":
             await self.bus.rerun(operation_id, start=False)
         elif resolution == "done":
+            # The person's outcome stands for the raw result; after_tool_call runs on it
+            # when the run continues, like on any other answer.
             await self.bus.settle(operation_id, status=OperationStatus.SUCCEEDED,
-                                  result=ToolResult.from_text(text or "").model_dump(mode="json"))
+                                  result=ToolResult.from_text(text or "").model_dump(mode="json"), respond=True)
         else:
             error = ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_FAILED, text or "marked failed by a person")
-            await self.bus.settle(operation_id, status=OperationStatus.FAILED, error=error.info(),
+            await self.bus.settle(operation_id, status=OperationStatus.FAILED, error=error.info(), respond=True,
                                   result=ToolResult.from_text(text or "failed", is_error=True,
                                                               error_code=ErrorCode.TOOL_FAILED).model_dump(mode="json"))
 
 
-class _ModelInterceptor:
-    """The model call's request phase (before_model_call) and response phase (after_model_call)."""
+    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
+        """What the operations tell of unanswered calls whose run is being cancelled: a
+        result committed (the effective one, or the raw one whose response hooks did not
+        finish), or that a call began and may have run."""
+        known: dict[str, ToolResult] = {}
+        for call in calls:
+            operation = await self._find(await self._tool_purpose(run_id, call.id, turn, True), True)
+            if operation is None or operation.phase.rank < OperationPhase.EXECUTING.rank:
+                continue
+            if operation.completed:
+                known[call.id] = tool_answer(operation, call)[0]
+            elif operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
+                known[call.id] = tool_result(operation.effective_result, operation.error)
+            elif operation.attempts:
+                known[call.id] = ToolResult.from_text(
+                    "cancelled while its outcome was unknown: the process ended while this call ran",
+                    is_error=True, error_code=ErrorCode.CANCELLED.value)
+        return known
 
-    def __init__(self, seam: DurableInvocations) -> None:
-        self._seam = seam
-
-    async def before(self, request: EventRequest, operation: Operation) -> Interception:
-        call = self._seam._model_calls[request.purpose_key]
-        model_request, responded = await call.before()
-        payload = dict(request.payload)
-        if responded is not None:
-            payload["responded"] = _response_json(responded, responded.message.text, responded.message.reasoning_text)
-            action = "respond"
-        elif call.hook is not None:
-            payload["request"] = model_request.model_dump(mode="json")  # kept only when a hook rewrote it
-            action = "rewrite"
-        else:
-            return Interception(records=(_BEFORE_MODEL_PROCEED,))
-        return Interception(records=(HookRecord(slot="before_model_call", action=action, hook=call.hook),),
-                            payload=payload, source=call.hook)
-
-    def response_is_trivial(self, operation: Operation) -> bool:
-        call = self._seam._model_calls.get(operation.purpose_key)
-        return call is not None and not call.has_response_hooks
-
-    async def after(self, request: EventRequest, result: Any, operation: Operation) -> Interception:
-        seam = self._seam
-        call = seam._model_calls[request.purpose_key]
-        call.hook = None
-        live = seam._raw.pop(request.purpose_key, None)
-        if live is not None:  # executed in this process: the objects themselves, not their JSON
-            response, raw_text, raw_reasoning = live
-        else:
-            response = ModelResponse.model_validate(result["response"])
-            raw_text, raw_reasoning = result.get("raw_text", ""), result.get("raw_reasoning", "")
-        outcome = await call.after(response, raw_text, raw_reasoning)
-        call.ran_after = True
-        seam._outcomes[request.purpose_key] = outcome
-        if outcome.retry or outcome.response is not response:
-            action = "retry" if outcome.retry else "rewrite"
-            return Interception(records=(HookRecord(slot="after_model_call", action=action, hook=call.hook),),
-                                source=call.hook, result={**_response_json(outcome.response, raw_text, raw_reasoning),
-                                                          "retry": outcome.retry})
-        return Interception(records=(_AFTER_MODEL_PROCEED,))
+    async def abandon_in_doubt(self, batch: Any) -> None:
+        """A cancelled run's in-doubt calls: completed as indeterminate (nobody decides them now)."""
+        error = ArkError(ErrorLayer.CANCELLED, ErrorCode.CANCELLED, "the run was cancelled while this call was in doubt")
+        for item in batch.items:
+            if item.approval_id.startswith("op_"):
+                with contextlib.suppress(ArkError):  # decided meanwhile, or unknown: nothing to abandon
+                    await self.bus.settle(item.approval_id, status=OperationStatus.INDETERMINATE, error=error.info(),
+                                          source="cancel")
 
 
-class _ToolInterceptor:
-    """A tool call's request phase was the runtime's planning (hooks, approvals); it is
-    recorded here: the effective call, with ``before_tool_call`` named when a hook rewrote it."""
+def _replay_plan(planning: Any, operation: Operation) -> bool:
+    """Add the decision ``operation`` recorded to ``planning``; False if planning of it is
+    unfinished (its remaining hooks must run).
 
-    def __init__(self, seam: DurableInvocations) -> None:
-        self._seam = seam
+    Raises:
+        HookAbort: the planning of that call ended in a hook's abort.
+    """
+    outcome = planned_phase(operation)
+    if outcome is None:
+        return False
+    call = call_of(operation.effective_input)
+    if outcome == "abort":
+        raise recorded_abort(operation, "before_tool_call")
+    if outcome == "deny":
+        reason, hook = deny_reason(operation)
+        planning.deny(call, tool_result(operation.raw_result), reason, hook)
+    elif outcome == "defer":
+        reason, kind, detail = deferral(operation)
+        planning.defer(call, reason, kind, detail)
+    else:
+        planning.allow(call)
+    return True
 
-    async def before(self, request: EventRequest, operation: Operation) -> Interception:
-        _, call = self._seam._tool_calls[request.purpose_key]
-        effective = call.model_dump(mode="json")
-        if effective == request.payload["call"]:
-            return Interception(records=(_BEFORE_TOOL_PROCEED,))
-        return Interception(records=(HookRecord(slot="before_tool_call", action="rewrite", hook="before_tool_call"),),
-                            payload={**request.payload, "call": effective}, source="before_tool_call")
 
-    def response_is_trivial(self, operation: Operation) -> bool:
-        return True  # after_tool_call runs in the runtime, over the whole batch in call order
-
-    async def after(self, request: EventRequest, result: Any, operation: Operation) -> Interception:
-        return Interception()
+def _denied(operation: Operation, denied: Any, at: float) -> Operation:
+    """``operation`` raw_saved with a deny's synthetic result (it never executes)."""
+    result = denied.result.model_dump(mode="json")
+    error = ArkError(ErrorLayer.SECURITY, ErrorCode.TOOL_DENIED, denied.reason or "denied")
+    if operation.phase is OperationPhase.PREPARED:
+        operation = operation.advance(OperationPhase.REQUEST_HOOKS, at=at)
+    return operation.advance(OperationPhase.RAW_SAVED, at=at, status=OperationStatus.DENIED, raw_result=result,
+                             effective_result=result, result_source=denied.hook, error=error.info())
 
 
 def _already(operation: Operation, resolution: str) -> bool:
@@ -515,25 +622,12 @@ def _already(operation: Operation, resolution: str) -> bool:
     if resolution == "rerun":
         return not operation.completed and operation.status is None
     expected = OperationStatus.SUCCEEDED if resolution == "done" else OperationStatus.FAILED
-    return operation.completed and operation.status is expected and operation.result_source == "person"
-
-
-def _call_of(payload: Any) -> ToolCall:
-    """The tool call a tool operation's input holds (``{"call": ..., "turn": n}``)."""
-    return ToolCall.model_validate(payload["call"])
+    return operation.status is expected and operation.result_source == "person"
 
 
 def _turn_of(operation: Operation) -> int | None:
     value = operation.raw_input.get("turn") if isinstance(operation.raw_input, dict) else None
     return value if type(value) is int else None
-
-
-def _response_json(response: ModelResponse, raw_text: str, raw_reasoning: str) -> dict:
-    return {"response": response.model_dump(mode="json"), "raw_text": raw_text, "raw_reasoning": raw_reasoning}
-
-
-def _outcome(result: dict) -> Any:
-    return ModelOutcome(ModelResponse.model_validate(result["response"]), retry=bool(result.get("retry")))
 
 
 def _error_of(response: Any) -> ArkError:

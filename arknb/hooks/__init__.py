@@ -6,6 +6,7 @@ from .contexts import (
     ToolCallHookContext, ToolResultHookContext, TurnCompletionHookContext,
 )
 from .pipeline import HookPipeline
+from .progress import HookProgress, HookStep
 from .registry import HookEntry, HookRegistry
 from .results import (
     BeforeRunAction, BeforeRunHookResult, ModelCallAction, ModelCallHookResult, ModelChunkAction,
@@ -17,7 +18,7 @@ from .spi import AgentHook, HookSlot
 
 __all__ = [
     "AfterRunHookContext", "AgentHook", "BeforeRunAction", "BeforeRunHookContext", "BeforeRunHookResult",
-    "HookContext", "HookEntry", "HookPipeline", "HookRegistry", "HookSlot", "ModelCallAction",
+    "HookContext", "HookEntry", "HookPipeline", "HookProgress", "HookRegistry", "HookSlot", "HookStep", "ModelCallAction",
     "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction", "ModelChunkHookContext",
     "ModelChunkHookResult", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult",
     "PersistAction", "ReadOnlyContextError", "StatePersistenceHookContext", "StatePersistenceHookResult", "ToolCallAction",

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from ..domain import ArkError, ErrorCode, ErrorLayer
 from ..events import EventTypes
+from .progress import HookProgress, HookStep
 from ..events.envelope import frozen_dump
 from .contexts import (
     AfterRunHookContext, BeforeRunHookContext, ModelCallHookContext, ModelChunkHookContext,
@@ -204,27 +205,48 @@ class HookPipeline:
                 current = ctx.copy_with(input=value)
         return BeforeRunHookResult._trusted(BeforeRunAction.PROCEED, input=value)
 
-    async def before_model_call(self, ctx: ModelCallHookContext) -> ModelCallHookResult:
-        """Rewrite the request, answer without the model (``respond``) or abort."""
+    async def before_model_call(self, ctx: ModelCallHookContext,
+                                progress: HookProgress | None = None) -> ModelCallHookResult:
+        """Rewrite the request, answer without the model (``respond``) or abort.
+
+        With ``progress`` each hook's decision is reported as it is made and hooks it
+        recorded earlier are skipped (``ctx.request`` is then the request they made).
+        """
         request = ctx.request
         current = ctx
+        rewriter = None  # the last hook that rewrote: the proceed outcome names it
         for entry in self._for_slot(HookSlot.BEFORE_MODEL_CALL):
+            if progress is not None:
+                if progress.recorded(entry.name):
+                    continue
+                await progress.before_hook(entry.name)
             result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, current)
             if result is None or result is _FAILED:
+                if progress is not None:
+                    progress.after_hook(_step(entry, result), request)
                 continue
             if result.action is ModelCallAction.RESPOND:
                 self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "respond", result.reason,
                                None, result.response)
+                if progress is not None:
+                    progress.after_hook(HookStep(entry.name, "respond", result.reason), result.response)
                 return result.by(entry.name)
             if result.action is ModelCallAction.ABORT:
                 self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "abort", result.reason, None, None)
+                if progress is not None:
+                    progress.after_hook(_aborted(entry, result), request)
                 return result.by(entry.name)
+            action = "proceed"
             if result.request is not None and result.request != request:
                 before, after = _request_change(request, result.request)
                 self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "rewrite", result.reason, before, after)
                 request = result.request
                 current = ctx.copy_with(request=request)
-        return ModelCallHookResult._trusted(ModelCallAction.PROCEED, request=request)
+                action = "rewrite"
+                rewriter = entry.name
+            if progress is not None:
+                progress.after_hook(HookStep(entry.name, action, result.reason), request)
+        return ModelCallHookResult._trusted(ModelCallAction.PROCEED, request=request, hook=rewriter)
 
     async def on_model_chunk(self, ctx: ModelChunkHookContext) -> ModelChunkHookResult:
         """Rewrite, drop, hold back or abort one streamed chunk."""
@@ -266,40 +288,71 @@ class HookPipeline:
             return None
         return ModelChunkHookResult._trusted_proceed(text, reasoning)
 
-    async def after_model_call(self, ctx: ModelResponseHookContext) -> ModelResponseHookResult:
-        """Rewrite the response, ask for a retry, or abort."""
+    async def after_model_call(self, ctx: ModelResponseHookContext,
+                               progress: HookProgress | None = None) -> ModelResponseHookResult:
+        """Rewrite the response, ask for a retry, or abort (``progress``: see :meth:`before_model_call`)."""
         response = ctx.response
         current = ctx
+        rewriter = None
         for entry in self._for_slot(HookSlot.AFTER_MODEL_CALL):
+            if progress is not None:
+                if progress.recorded(entry.name):
+                    continue
+                await progress.before_hook(entry.name)
             result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, current)
             if result is None or result is _FAILED:
+                if progress is not None:
+                    progress.after_hook(_step(entry, result), response)
                 continue
             if result.action is not ModelResponseAction.PROCEED:
                 self._decision(HookSlot.AFTER_MODEL_CALL, entry.name, result.action.value, result.reason,
                                response.message if response else None, None)
+                if progress is not None:
+                    progress.after_hook(_aborted(entry, result) if result.action is ModelResponseAction.ABORT
+                                        else HookStep(entry.name, result.action.value, result.reason), response)
                 return result.by(entry.name)
+            action = "proceed"
             if result.response is not None and result.response != response:
                 self._decision(HookSlot.AFTER_MODEL_CALL, entry.name, "rewrite", result.reason,
                                response.message if response else None, result.response.message)
                 response = result.response
                 current = ctx.copy_with(response=response)
-        return ModelResponseHookResult._trusted(ModelResponseAction.PROCEED, response=response)
+                action = "rewrite"
+                rewriter = entry.name
+            if progress is not None:
+                progress.after_hook(HookStep(entry.name, action, result.reason), response)
+        return ModelResponseHookResult._trusted(ModelResponseAction.PROCEED, response=response, hook=rewriter)
 
-    async def before_tool_call(self, ctx: ToolCallHookContext) -> ToolCallHookResult:
-        """Rewrite (keeping the call id), deny with a synthetic result, defer, or abort."""
+    async def before_tool_call(self, ctx: ToolCallHookContext,
+                               progress: HookProgress | None = None) -> ToolCallHookResult:
+        """Rewrite (keeping the call id), deny with a synthetic result, defer, or abort
+        (``progress``: see :meth:`before_model_call`)."""
         call = ctx.call
         original_id = call.id
         current = ctx
+        rewriter = None
         for entry in self._for_slot(HookSlot.BEFORE_TOOL_CALL):
+            if progress is not None:
+                if progress.recorded(entry.name):
+                    continue
+                await progress.before_hook(entry.name)
             result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, current)
             if result is None or result is _FAILED:
+                if progress is not None:
+                    progress.after_hook(_step(entry, result), call)
                 continue
             if result.action is not ToolCallAction.PROCEED:
                 self._decision(HookSlot.BEFORE_TOOL_CALL, entry.name, result.action.value, result.reason,
                                call, result.synthetic_result, call_id=original_id)
+                if progress is not None:
+                    progress.after_hook(_aborted(entry, result) if result.action is ToolCallAction.ABORT
+                                        else HookStep(entry.name, result.action.value, result.reason,
+                                                      detail=_deferral(result)),
+                                        result.synthetic_result if result.action is ToolCallAction.DENY else call)
                 # Carry the call as rewritten by the earlier hooks: a deferred call waits for
                 # approval in that form (DESIGN §7).
                 return dataclasses.replace(result.by(entry.name), call=call)
+            action = "proceed"
             if result.call is not None and result.call != call:
                 new_call = result.call
                 if new_call.id != original_id:
@@ -309,26 +362,46 @@ class HookPipeline:
                                call, new_call, call_id=original_id)
                 call = new_call
                 current = ctx.copy_with(call=call)
-        return ToolCallHookResult._trusted(ToolCallAction.PROCEED, call=call)
+                action = "rewrite"
+                rewriter = entry.name
+            if progress is not None:
+                progress.after_hook(HookStep(entry.name, action, result.reason), call)
+        return ToolCallHookResult._trusted(ToolCallAction.PROCEED, call=call, hook=rewriter)
 
-    async def after_tool_call(self, ctx: ToolResultHookContext) -> ToolResultHookResult:
-        """Rewrite the result, inject messages (accumulated), stop after the batch, or abort."""
+    async def after_tool_call(self, ctx: ToolResultHookContext,
+                              progress: HookProgress | None = None) -> ToolResultHookResult:
+        """Rewrite the result, inject messages (accumulated), stop after the batch, or abort
+        (``progress``: see :meth:`before_model_call`; the messages that recorded hooks
+        injected are the caller's to add)."""
         tool_result = ctx.result
         injected: list = []
         current = ctx
+        rewriter = None
         for entry in self._for_slot(HookSlot.AFTER_TOOL_CALL):
+            if progress is not None:
+                if progress.recorded(entry.name):
+                    continue
+                await progress.before_hook(entry.name)
             result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, current)
             if result is None or result is _FAILED:
+                if progress is not None:
+                    progress.after_hook(_step(entry, result), tool_result)
                 continue
             if result.action is ToolResultAction.ABORT:
                 self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "abort", result.reason,
                                tool_result, None, call_id=ctx.call.id)
-                return result.by(entry.name)
+                if progress is not None:
+                    progress.after_hook(_aborted(entry, result), tool_result)
+                # With the result as it stood: the call ran, and its answer is kept.
+                return dataclasses.replace(result.by(entry.name), result=tool_result)
+            action = "proceed"
             if result.result is not None and result.result != tool_result:
                 self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "rewrite", result.reason,
                                tool_result, result.result, call_id=ctx.call.id)
                 tool_result = result.result
                 current = ctx.copy_with(result=tool_result)
+                action = "rewrite"
+                rewriter = entry.name
             if result.injected_messages:
                 self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "inject", result.reason,
                                None, result.injected_messages, call_id=ctx.call.id)
@@ -336,10 +409,15 @@ class HookPipeline:
             if result.action is ToolResultAction.STOP:
                 self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "stop", result.reason,
                                None, None, call_id=ctx.call.id)
+                action = "stop"
+            if progress is not None:
+                progress.after_hook(HookStep(entry.name, action, result.reason, tuple(
+                    m.model_dump(mode="json") for m in result.injected_messages)), tool_result)
+            if action == "stop":
                 # Seed 000 §5.4: stop keeps the messages injected so far.
                 return ToolResultHookResult.stop(tool_result, injected, result.reason).by(entry.name)
         return ToolResultHookResult._trusted(ToolResultAction.PROCEED, result=tool_result,
-                                             injected_messages=tuple(injected))
+                                             injected_messages=tuple(injected), hook=rewriter)
 
     async def on_turn_completion(self, ctx: TurnCompletionHookContext) -> TurnCompletionHookResult:
         """Accept the turn, ask for another one, or abort."""
@@ -409,3 +487,29 @@ def _request_change(before: Any, after: Any) -> tuple[dict, dict]:
              "config": jsonable(before.config)},
             {"message_count": len(new), "inserted": {"start": start, "messages": jsonable(inserted)},
              "tools": [t.name for t in after.tools], "config": jsonable(after.config)})
+
+
+def _step(entry: HookEntry, result: Any) -> HookStep:
+    """The step of a hook that let the value through (None) or failed (fail-open)."""
+    return HookStep(entry.name, "failed" if result is _FAILED else "proceed")
+
+
+def _deferral(result: Any) -> Any:
+    """A defer's item kind and detail as a restore needs them (None for a plain one)."""
+    if result.action is not ToolCallAction.DEFER or (result.kind is None and result.detail is None):
+        return None
+    return {"kind": result.kind, "detail": jsonable(result.detail)}
+
+
+def _aborted(entry: HookEntry, result: Any) -> HookStep:
+    """The step of an abort, with the reason a restore repeats (the error's message if the
+    hook gave none)."""
+    reason = result.reason or (result.error.message if result.error is not None else None)
+    return HookStep(entry.name, "abort", reason)
+
+
+def _request_summary(request: Any) -> Any:
+    if request is None:
+        return None
+    return {"messages": jsonable(request.messages), "tools": [t.name for t in request.tools],
+            "config": jsonable(request.config)}

@@ -63,10 +63,11 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
         return error
     # Whole items (defaults included): a listener reads item["decision"] like the saved batch.
     rt._emit(EventTypes.APPROVAL_REQUIRED, lambda: {
-        "batch_id": batch.batch_id, "items": _items(batch), "kind": batch.kind})
+        "batch_id": batch.batch_id, "items": _items(batch), "kind": batch.kind}, run_id=batch.run_id)
     # Each kind publishes its own events, also only after the save (e.g. plan.review_required).
     rt._extensions.announce(rt, batch)
-    rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()})
+    rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()},
+             run_id=batch.run_id)
     return None
 
 

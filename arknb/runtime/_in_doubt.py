@@ -184,6 +184,13 @@ class InDoubtKind(ApprovalKind):
                         f"{item.approval_id!r} is an in-doubt call, not an approval: decide it with controller.rerun, "
                         "controller.mark_done or controller.mark_failed")
 
+    def blocks_input_error(self, batch: PendingApprovalBatch) -> ArkError:
+        names = ", ".join(item.tool_call.name for item in batch.items if item.is_pending())
+        return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
+                        f"a crash interrupted the last run while tool calls ran ({names}); whether they took effect "
+                        "is unknown, so a person decides each first: runtime.controller.list_in_doubt(), then "
+                        "rerun / mark_done / mark_failed (or runtime.cancel() to end that run); then send the input")
+
     def resolve(self, batch: PendingApprovalBatch, answer) -> Resolution:
         allowed, settled = settled_answers(batch)
         return Resolution(run=tuple(allowed), answered=tuple(batch.denied_calls), settled=tuple(settled))

@@ -10,14 +10,22 @@ loop always did. A durable store supplies its own through ``storage.invocations_
 What a seam implements (structurally; ``arknb.durable`` does not import this module):
 
 - ``await open(takeover=False)``: take ownership of the session (a no-op here).
-- ``await model_call(call) -> ModelOutcome``; ``await run_tools(batch) -> list[ToolResult]``
-  in ``batch.calls`` order (raising :class:`CallsInDoubt` for calls whose fate is unknown).
+- ``await model_call(call) -> ModelOutcome``.
+- ``await plan_tools(planning)``: decide every call of a
+  :class:`~arknb.runtime._tool_batch.ToolPlanning` in order (``planning.decide(call,
+  progress)``, or a decision recorded earlier through ``allow``/``deny``/``defer``).
+- ``await run_tools(batch) -> list[ToolAnswer]``: execute ``batch.calls``, then answer
+  every call of ``batch.order`` in that order through ``batch.respond`` (raising
+  :class:`CallsInDoubt` for calls whose fate is unknown).
 - ``await save(state, reason=, mandatory=) -> int | None``; ``await mark_not_resumable()``.
 - ``await classify_unanswered(run_id, calls, turn) -> (in_doubt, runnable, unplanned)``: after
   a crash, which unanswered calls a person must decide (with a file or memory store: all
   of them), which have operations to continue, and which were never planned.
 - ``await record_in_doubt_decision(item, resolution, text)``; ``await flush()`` (after a
   terminal event); ``await aclose()``.
+- ``await known_results(run_id, calls, turn) -> {call id: ToolResult}``: what is known of
+  unanswered calls whose run is cancelled (an operation's result); ``await
+  abandon_in_doubt(batch)``: a cancelled run's in-doubt calls will never be decided.
 """
 
 from __future__ import annotations
@@ -28,14 +36,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain import ToolCall, ToolResult
-from ..domain.invocation import CallsInDoubt, InDoubtCall, ModelOutcome
-from ..state import AgentState, PendingApprovalItem
+from ..domain.invocation import CallsInDoubt, InDoubtCall, ModelOutcome, ToolAnswer
+from ..state import AgentState, PendingApprovalBatch, PendingApprovalItem
 
 if TYPE_CHECKING:
     from ..events import EventBus
     from .runtime import AgentRuntime
     from ._model_call import ModelCall
-    from ._tool_batch import ToolBatch
+    from ._tool_batch import ToolBatch, ToolPlanning
 
 __all__ = ["CallsInDoubt", "DirectInvocations", "InDoubtCall", "ModelOutcome", "SessionScope", "make_invocations"]
 
@@ -70,8 +78,18 @@ class DirectInvocations:
             return await call.after(responded, responded.message.text, responded.message.reasoning_text)
         return await call.after(*await call.execute(request))
 
-    async def run_tools(self, batch: ToolBatch) -> list[ToolResult]:
-        return await batch.execute_all()
+    async def plan_tools(self, planning: ToolPlanning) -> None:
+        for call in planning.calls:
+            await planning.decide(call)
+
+    async def run_tools(self, batch: ToolBatch) -> list[ToolAnswer]:
+        # Every call runs first, then after_tool_call per answer in index order (DESIGN §7).
+        results = dict(zip((call.id for call in batch.calls), await batch.execute_all(), strict=True))
+        answers = []
+        for call in batch.order:
+            given = batch.given_answer(call)
+            answers.append(await batch.respond(call, given.result if given is not None else results[call.id]))
+        return answers
 
     async def save(self, state: AgentState, *, reason: str, mandatory: bool) -> int | None:
         return await self._storage.save(state)
@@ -87,6 +105,12 @@ class DirectInvocations:
 
     async def record_in_doubt_decision(self, item: PendingApprovalItem, resolution: str,
                                        text: str | None) -> None:
+        return None
+
+    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
+        return {}  # without operations nothing is known of a call a crash left unanswered
+
+    async def abandon_in_doubt(self, batch: PendingApprovalBatch) -> None:
         return None
 
     async def flush(self) -> None:

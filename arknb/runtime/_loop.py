@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolRisk
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, ToolRisk
 from ..events import EventTypes
 from ..events.envelope import flat_payload
 from ..hooks import (
@@ -25,8 +25,8 @@ from ._approvals import awaiting_approval_error, build_batch, freeze_for_approva
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
-from ._in_doubt import in_doubt_batch, interrupted, last_assistant
-from ._tool_batch import RAN_BEFORE_PAUSE, BatchPlan, Deferred, execute_batch, plan_batch, unanswered_calls
+from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run
+from ._tool_batch import RAN_BEFORE_PAUSE, BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -36,23 +36,38 @@ if TYPE_CHECKING:
 __all__ = ["drive"]
 
 
+class _InputRefused(Exception):
+    """Control-flow signal: new input cannot start a run yet; nothing was changed."""
+
+    def __init__(self, error: ArkError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMessage, ...] | None = None,
                 resume_batch: PendingApprovalBatch | None = None, resume_reason: str | None = None,
-                cancel_paused: bool = False) -> AgentRunResult:
+                cancel_paused: bool = False, paused: PendingApprovalBatch | None = None) -> AgentRunResult:
     """Run until a terminal outcome; never raises for run failures (they are in the result).
 
-    With ``cancel_paused`` the run only ends a paused run (awaiting approval or suspended)
-    as cancelled.
+    With ``cancel_paused`` the run only ends a paused run (awaiting approval, in doubt,
+    suspended or interrupted; ``paused`` is its batch) as cancelled.
+
+    Raises:
+        ArkError: ``pending_approval_blocks_input`` for new input to a session whose
+            interrupted run has calls only a person can answer (nothing is changed).
     """
     try:
         if cancel_paused:
             ctx.cancel_requested = True
             ctx.cancel.cancel("cancelled by user while paused")
+            await _answer_cancelled(rt, ctx, paused)
             return await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
         try:
             step = await _start(rt, ctx, new_input, resume_batch, resume_reason)
             while step.kind == NextStep.RUN_AGAIN:
                 step = await _turn(rt, ctx)
+        except _InputRefused as refused:
+            raise refused.error from None
         except HookAbort as abort:
             return await _finish(rt, ctx, StopReason.ABORTED, error=abort.error,
                                  extra={"slot": abort.slot, "hook": abort.hook})
@@ -96,6 +111,10 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
     previous = rt.state.current_run_id
     if new_input is not None and rt.state.not_resumable:
         _close_stale_run(rt)
+    elif new_input is not None and interrupted(state) and unanswered_calls(state.history):
+        # Never an unpaired call to the model: the interrupted run's calls are answered
+        # first, as resume() would answer them (issue 10 item 7).
+        await _pair_interrupted(rt, ctx, resolving)
     # A running run has no stop reason yet: a state saved so (is_running, no stop reason,
     # no pending batch) was interrupted by a crash, not suspended.
     rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=ctx.turn, last_error=None,
@@ -129,10 +148,8 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
     return NextStep.run_again()
 
 
-async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: bool = False) -> NextStep:
-    calls = unanswered_calls(rt.state.history)
-    if not calls:
-        return NextStep.run_again()
+async def _plan_unanswered(rt: AgentRuntime, ctx: RunContext, calls, resolving: bool):
+    """The unanswered calls of an interrupted run: (message, in doubt, plan, allowed)."""
     message = last_assistant(rt.state.history)
     doubts, runnable, unplanned = await rt._invocations.classify_unanswered(ctx.run_id, calls, ctx.turn)
     plan = await plan_batch(rt, ctx, message, calls=unplanned) if unplanned else BatchPlan(rt._new_id("batch"))
@@ -140,7 +157,74 @@ async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: boo
         # The batch these calls froze in was decided just before the crash: its recorded
         # decisions stand (an approved call that never started runs now, never asked again).
         _apply_resolved(rt, plan)
-    allowed = runnable + plan.allowed
+    return message, doubts, plan, runnable + plan.allowed
+
+
+async def _pair_interrupted(rt: AgentRuntime, ctx: RunContext, resolving: bool) -> None:
+    """Answer the calls a crash left unanswered before new input starts a run: under the
+    interrupted run's id (its operations are keyed by it), the way resume() answers them.
+    If a person must decide one (in doubt, or awaiting approval) the input is refused
+    and nothing changes: resume() continues that run, then the input can be sent."""
+    state = rt.state
+    new_run, new_turn = ctx.run_id, ctx.turn
+    ctx.run_id, ctx.turn, ctx.continued = state.current_run_id, state.current_loop_count, True
+    try:
+        calls = unanswered_calls(state.history)
+        message, doubts, plan, allowed = await _plan_unanswered(rt, ctx, calls, resolving)
+        if doubts or plan.deferred:
+            await rt._invocations.flush()  # what planning recorded stays recorded
+            names = ", ".join(call.name for call in calls)
+            raise _InputRefused(ArkError(
+                ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
+                f"session {rt.session_id!r}: the run a crash interrupted left tool calls ({names}) that a person "
+                "must decide first (an approval, or a call that may have run); call runtime.resume() (or "
+                "runtime.controller.list_pending_approvals()), decide them, then send the input again"))
+        try:
+            await execute_batch(rt, ctx, plan.batch_id, message, allowed, plan.denied)
+        except CallsInDoubt:
+            # Found only now (a restored call that began and left no result): a person decides.
+            await pause_interrupted_run(rt)
+            raise _InputRefused(ArkError(
+                ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
+                f"session {rt.session_id!r}: a tool call of the interrupted run may or may not have run; decide it "
+                "(runtime.controller.list_in_doubt()), then send the input again")) from None
+    finally:
+        ctx.run_id, ctx.turn, ctx.continued = new_run, new_turn, False
+
+
+async def _answer_cancelled(rt: AgentRuntime, ctx: RunContext, paused: PendingApprovalBatch | None) -> None:
+    """Cancelling a paused or interrupted run answers each open call with what is known of
+    it: a denial keeps its result, a call that may have run says so, a finished one (an
+    operation's result) keeps it, and only a call that never started is "not executed"."""
+    calls = unanswered_calls(rt.state.history)
+    if not calls:
+        return
+    known = await rt._invocations.known_results(rt.state.current_run_id or ctx.run_id, calls,
+                                                rt.state.current_loop_count)
+    if paused is not None:
+        for item in (*paused.denied_calls, *paused.finished_calls):  # denied, or ran before the batch paused
+            known.setdefault(item.call.id, item.result)
+        if paused.kind == IN_DOUBT:
+            await rt._invocations.abandon_in_doubt(paused)
+            for item in paused.items:
+                known[item.tool_call.id] = ToolResult.from_text(
+                    "cancelled while its outcome was unknown: the process ended while this call ran, and the run "
+                    "was cancelled before anyone said whether it had run", is_error=True,
+                    error_code=ErrorCode.CANCELLED.value)
+    answers = []
+    for call in calls:
+        result = known.get(call.id) or ToolResult.from_text(
+            "not executed: the run was cancelled before this call ran", is_error=True,
+            error_code=ErrorCode.NOT_EXECUTED.value)
+        answers.append(tool_message(call, result))
+    rt._append_history(answers)
+
+
+async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: bool = False) -> NextStep:
+    calls = unanswered_calls(rt.state.history)
+    if not calls:
+        return NextStep.run_again()
+    message, doubts, plan, allowed = await _plan_unanswered(rt, ctx, calls, resolving)
     if doubts:
         # Never a silent "unknown" answer: the calls whose fate is unknown go to a person.
         return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubts, allowed, plan.denied))

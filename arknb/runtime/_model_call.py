@@ -22,24 +22,15 @@ from ..hooks import (
 )
 from ..hooks.contexts import new_chunk_context
 from ..hooks.pipeline import jsonable
-from ..domain.invocation import ModelOutcome
+from ..domain.invocation import HookAbort, ModelOutcome
 
 if TYPE_CHECKING:
+    from ..hooks import HookProgress
     from ._context import RunContext
     from ._redaction import ChunkGuard
     from .runtime import AgentRuntime
 
-__all__ = ["HookAbort", "ModelCall", "call_model"]
-
-
-class HookAbort(Exception):
-    """Control-flow signal: a hook aborted the run. Carries the ``hook_abort`` error."""
-
-    def __init__(self, error: ArkError, slot: str, hook: str | None) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.slot = slot
-        self.hook = hook
+__all__ = ["HookAbort", "ModelCall", "abort_error", "call_model"]
 
 
 def abort_error(slot: str, hook: str | None, reason: str | None, error: ArkError | None) -> HookAbort:
@@ -96,15 +87,23 @@ class ModelCall:
         """True if an after_model_call hook may change the response (else after() is bookkeeping)."""
         return self.rt._pipeline.has(HookSlot.AFTER_MODEL_CALL)
 
-    async def before(self) -> tuple[ModelRequest, ModelResponse | None]:
-        """before_model_call: the request to send, or a hook's own response."""
+    async def before(self, progress: HookProgress | None = None,
+                     request: ModelRequest | None = None) -> tuple[ModelRequest, ModelResponse | None]:
+        """before_model_call: the request to send, or a hook's own response.
+
+        A durable seam passes ``progress`` (each hook's decision is recorded as it is
+        made) and, continuing a call an earlier process began, the ``request`` its
+        recorded hooks made (those hooks are skipped).
+        """
         rt, ctx = self.rt, self.ctx
         pipeline = rt._pipeline
-        request = rt._build_request()
+        if request is None:
+            request = rt._build_request()
         responded = None
         if pipeline.has(HookSlot.BEFORE_MODEL_CALL):
             decision = await pipeline.before_model_call(ModelCallHookContext(
-                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, request=request, turn=ctx.turn))
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, request=request, turn=ctx.turn),
+                progress)
             if decision.action is ModelCallAction.ABORT:
                 raise abort_error("before_model_call", decision.hook, decision.reason, decision.error)
             if decision.action is ModelCallAction.RESPOND:
@@ -128,15 +127,17 @@ class ModelCall:
             request = self.request if self.request is not None else self.rt._build_request()
         return await _collect(self.rt, self.ctx, request)
 
-    async def after(self, response: ModelResponse, raw_text: str, raw_reasoning: str) -> ModelOutcome:
-        """after_model_call: the effective response, or a retry."""
+    async def after(self, response: ModelResponse, raw_text: str, raw_reasoning: str,
+                    progress: HookProgress | None = None) -> ModelOutcome:
+        """after_model_call: the effective response, or a retry (``progress``: see :meth:`before`;
+        ``response`` is then the one the recorded hooks made)."""
         rt, ctx, attempt = self.rt, self.ctx, self.attempt
         pipeline = rt._pipeline
         ctx.usage = ctx.usage + response.usage
         if pipeline.has(HookSlot.AFTER_MODEL_CALL):
             decision = await pipeline.after_model_call(ModelResponseHookContext(
                 session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, response=response,
-                turn=ctx.turn, attempt=attempt))
+                turn=ctx.turn, attempt=attempt), progress)
             if decision.action is ModelResponseAction.ABORT:
                 raise abort_error("after_model_call", decision.hook, decision.reason, decision.error)
             if decision.action is ModelResponseAction.RETRY:

@@ -4,6 +4,13 @@ Planning decides each call (seed 000 §5, §8): user hooks first, then the built
 approval policy, which defers registered dangerous tools and lets unknown tools through
 so the registry can answer ``tool_not_found`` (seed 000 §10.1). Any defer freezes the
 whole batch: no call of it runs until every deferred call is decided.
+
+Both halves are phase objects handed to the runtime's invocation seam, which runs
+them in line (:class:`~arknb.runtime._invocation.DirectInvocations`) or as durable
+operations that record each hook's decision (``arknb.durable``): a
+:class:`ToolPlanning` decides calls one by one (:meth:`ToolPlanning.decide`), a
+:class:`ToolBatch` executes the allowed calls and answers every call of the batch in
+index order through its response hooks (:meth:`ToolBatch.respond`).
 """
 
 from __future__ import annotations
@@ -14,22 +21,27 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
-from ..domain.invocation import CALL_DEFERRED
+from ..domain.invocation import CALL_DEFERRED, HookAbort, ToolAnswer
 from ..events import EventTypes
 from ..events.envelope import flat_payload
-from ..hooks import HookSlot, ToolCallAction, ToolCallHookContext, ToolResultAction, ToolResultHookContext
+from ..hooks import (
+    HookSlot, HookStep, ToolCallAction, ToolCallHookContext, ToolResultAction, ToolResultHookContext,
+)
 from ..hooks.pipeline import jsonable
 from ..state import DeniedCall
 from ..tools import ToolContext
 from ._model_call import abort_error
 
 if TYPE_CHECKING:
+    from ..hooks import HookProgress
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["BatchPlan", "BatchOutcome", "Deferred", "RAN_BEFORE_PAUSE", "ToolBatch", "plan_batch", "execute_batch", "tool_message"]
+__all__ = ["APPROVAL_POLICY", "BatchPlan", "BatchOutcome", "Deferred", "RAN_BEFORE_PAUSE", "ToolBatch", "ToolPlanning",
+           "execute_batch", "plan_batch", "tool_message", "unanswered_calls"]
 
 APPROVAL_POLICY = "approval_policy"
+"""The name the built-in approval policy's decisions are recorded under (it runs after the user hooks)."""
 RAN_BEFORE_PAUSE = "ran_before_pause"
 """The ``hook`` of a settled call that ran before its batch paused (another call of the
 batch deferred itself): its answer is kept in ``PendingApprovalBatch.finished_calls``."""
@@ -61,7 +73,7 @@ class BatchOutcome:
 
     ``deferred`` lists calls that handed themselves to a person while running
     (``ToolContext.defer``); then nothing entered history and ``finished`` holds the
-    results of the batch's other calls, for the pending batch.
+    answers of the batch's other calls, for the pending batch.
     """
 
     stop: bool = False
@@ -103,17 +115,67 @@ def result_payload(result: ToolResult) -> dict:
 
 async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
                      calls: Iterable[ToolCall] | None = None) -> BatchPlan:
-    """Run before_tool_call for every call of ``message`` (or only ``calls``), then the approval policy."""
-    plan = BatchPlan(batch_id=rt._new_id("batch"))
-    pipeline = rt._pipeline
-    hooked = pipeline.has(HookSlot.BEFORE_TOOL_CALL)
-    tools = rt._offered_tools()
-    definitions = tools.definitions() if hooked else ()
-    for call in (message.tool_calls if calls is None else calls):
-        if hooked:
+    """Run before_tool_call for every call of ``message`` (or only ``calls``), then the
+    approval policy, through the invocation seam (which records each decision on a durable store)."""
+    planning = ToolPlanning(rt, ctx, message, calls)
+    await rt._invocations.plan_tools(planning)
+    return planning.plan
+
+
+class _OfRun:
+    """The run a seam-facing object belongs to (``ctx`` is its RunContext)."""
+
+    __slots__ = ()
+
+    @property
+    def run_id(self) -> str:
+        return self.ctx.run_id
+
+    @property
+    def turn(self) -> int:
+        return self.ctx.turn
+
+
+class ToolPlanning(_OfRun):
+    """The request phase of one batch's calls, for the invocation seam.
+
+    A seam calls :meth:`decide` for each call of :attr:`calls` in order, or, for a call
+    whose decision an earlier process recorded, :meth:`allow`, :meth:`deny` or
+    :meth:`defer` with that decision (no hook runs again).
+    """
+
+    __slots__ = ("rt", "ctx", "message", "calls", "plan", "_tools", "_definitions")
+
+    def __init__(self, rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
+                 calls: Iterable[ToolCall] | None = None) -> None:
+        self.rt = rt
+        self.ctx = ctx
+        self.message = message
+        self.calls = tuple(message.tool_calls if calls is None else calls)
+        self.plan = BatchPlan(batch_id=rt._new_id("batch"))
+        self._tools = rt._offered_tools()  # the user's and the extensions' tools, as offered for this batch
+        self._definitions = None
+
+    @property
+    def continued(self) -> bool:
+        return self.ctx.continued
+
+    async def decide(self, call: ToolCall, progress: HookProgress | None = None) -> ToolCall | DeniedCall | Deferred:
+        """Run before_tool_call on ``call`` (the hooks ``progress`` recorded are skipped and
+        ``call`` is then as they left it), then the approval policy; the decision is added
+        to :attr:`plan` and returned.
+
+        Raises:
+            HookAbort: a hook aborted the run.
+        """
+        rt, ctx, plan, tools = self.rt, self.ctx, self.plan, self._tools
+        pipeline = rt._pipeline
+        if pipeline.has(HookSlot.BEFORE_TOOL_CALL):
+            if self._definitions is None:
+                self._definitions = tools.definitions()
             decision = await pipeline.before_tool_call(ToolCallHookContext(
-                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, model_message=message,
-                available_tools=definitions, batch_id=plan.batch_id))
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, model_message=self.message,
+                available_tools=self._definitions, batch_id=plan.batch_id), progress)
             action = decision.action
             call = decision.call or call  # as rewritten by the hooks, also when denied or deferred
             if action is ToolCallAction.ABORT:
@@ -123,132 +185,155 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
                     f"tool_denied: {decision.reason or 'denied by policy'}", is_error=True)
                 if result.error_code is None:
                     result = result.model_copy(update={"error_code": ErrorCode.TOOL_DENIED.value})
-                plan.denied.append(DeniedCall(call=call, result=result, reason=decision.reason, hook=decision.hook))
-                continue
+                return self.deny(call, result, decision.reason, decision.hook)
             if action is ToolCallAction.DEFER:
-                plan.deferred.append(Deferred(call, decision.reason or f"deferred by hook {decision.hook!r}",
-                                              tools.risk_of(call.name) or ToolRisk.SAFE,
-                                              decision.kind or "tool", decision.detail))
-                continue
+                return self.defer(call, decision.reason or f"deferred by hook {decision.hook!r}",
+                                  decision.kind or "tool", decision.detail)
         # The built-in approval policy runs after the user hooks (DESIGN §7).
         if rt.require_approval and tools.risk_of(call.name) is ToolRisk.DANGEROUS:
             reason = f"{call.name} is a dangerous tool and needs approval"
             rt._emit(EventTypes.HOOK_DECISION, lambda: {
                 "slot": "before_tool_call", "hook": APPROVAL_POLICY, "action": "defer", "reason": reason,
                 "before": jsonable(call), "after": None, "call_id": call.id})
-            plan.deferred.append(Deferred(call, reason, ToolRisk.DANGEROUS))
-        else:
-            plan.allowed.append(call)
-    return plan
+            if progress is not None:
+                progress.after_hook(HookStep(APPROVAL_POLICY, "defer", reason), call)
+            return self.defer(call, reason, risk=ToolRisk.DANGEROUS)
+        if progress is not None:
+            progress.after_hook(HookStep(APPROVAL_POLICY, "proceed"), call)
+        return self.allow(call)
+
+    def allow(self, call: ToolCall) -> ToolCall:
+        """Add ``call`` as allowed to run."""
+        self.plan.allowed.append(call)
+        return call
+
+    def deny(self, call: ToolCall, result: ToolResult, reason: str | None, hook: str | None) -> DeniedCall:
+        """Add ``call`` as denied with the synthetic ``result``."""
+        denied = DeniedCall(call=call, result=result, reason=reason, hook=hook)
+        self.plan.denied.append(denied)
+        return denied
+
+    def defer(self, call: ToolCall, reason: str, kind: str = "tool", detail: dict | None = None, *,
+              risk: ToolRisk | None = None) -> Deferred:
+        """Add ``call`` as deferred to a person, as an item of ``kind`` (an approval kind's
+        name, with its ``detail``)."""
+        deferred = Deferred(call, reason, risk or self._tools.risk_of(call.name) or ToolRisk.SAFE, kind, detail)
+        self.plan.deferred.append(deferred)
+        return deferred
 
 
 async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_message: AgentMessage,
                         allowed: Iterable[ToolCall], denied: Iterable[DeniedCall],
                         settled: Iterable[DeniedCall] = ()) -> BatchOutcome:
     """Run the allowed calls concurrently (through the invocation seam), then
-    after_tool_call per result in call order, then append every answer to history (one
+    after_tool_call per answer in call order, then append every answer to history (one
     per call of ``model_message``).
 
     ``settled`` calls are answered with a result known before this batch ran: one a
     person recorded for an in-doubt call (announced now as ``tool.after`` with
-    ``settled_by``), or one a call returned before the batch paused (``hook`` is
-    :data:`RAN_BEFORE_PAUSE`: announced when it ran, used as it is). If a call defers
-    itself while running (``ToolContext.defer``), the outcome lists it in ``deferred``,
-    the others' answers in ``finished``, and nothing enters history.
+    ``settled_by``), or the answer a call gave before the batch paused (``hook`` is
+    :data:`RAN_BEFORE_PAUSE`: announced and answered then, used as it is). If a call
+    defers itself while running (``ToolContext.defer``), the outcome lists it in
+    ``deferred``, the others' answers in ``finished``, and nothing enters history.
+
+    Every call that ran keeps its real result: after an ``after_tool_call`` abort the
+    answers enter history before the abort ends the run, and a cancelled batch answers
+    a call that was still running as cancelled while running (seed 003 §4.3: history
+    stays paired).
 
     Raises:
         CallsInDoubt: the seam found calls whose fate is unknown (after a crash).
+        HookAbort: an ``after_tool_call`` hook aborted the run.
     """
-    allowed = list(allowed)
-    denied = list(denied)
-    answers: dict[str, tuple[ToolCall, ToolResult]] = {}
-    deferrals = _Deferrals()
-    for item in denied:
-        answers[item.call.id] = (item.call, item.result)
+    batch = ToolBatch(rt, ctx, batch_id, allowed, model_message, denied, settled)
+    for item in batch.denied:
         rt._emit(EventTypes.TOOL_DENIED, lambda item=item: flat_payload(
             call=call_payload(item.call), result=result_payload(item.result), reason=item.reason,
             hook=item.hook, batch_id=batch_id))
-    for item in settled:
-        answers[item.call.id] = (item.call, item.result)
+    for item in batch.settled:
         if item.hook == RAN_BEFORE_PAUSE:
             continue  # its tool.after was published when it ran
         # A person recorded what became of an in-doubt call (DESIGN §13): its answer, not a run.
         rt._emit(EventTypes.TOOL_AFTER, lambda item=item: flat_payload(
             call=call_payload(item.call), result=result_payload(item.result), batch_id=batch_id,
             duration_ms=0.0, settled_by=item.hook))
-    if allowed:
-        batch = ToolBatch(rt, ctx, batch_id, allowed, model_message)
-        for call in batch.calls:
-            batch.started[call.id] = time.perf_counter()
-            rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: flat_payload(call=call_payload(call), batch_id=batch_id))
-        results = await rt._invocations.run_tools(batch)
-        deferrals = batch.deferrals
-        for call, result in zip(batch.calls, results, strict=True):
-            answers[call.id] = (call, result)
-
+    for call in batch.calls:
+        batch.started[call.id] = time.perf_counter()
+        rt._emit(EventTypes.TOOL_BEFORE, lambda call=call: flat_payload(call=call_payload(call), batch_id=batch_id))
+    try:
+        answers = {answer.call.id: answer for answer in await rt._invocations.run_tools(batch)}
+    except asyncio.CancelledError:
+        # What ran keeps its result; what was still running says so (never "not executed").
+        rt._append_history(batch.interrupted_answers())
+        raise
     outcome = BatchOutcome()
-    if deferrals.calls:
-        # A call handed itself to a person: the batch pauses with the others' results kept
-        # (before after_tool_call, which runs once for every call when the batch completes).
+    deferrals = batch.deferrals.calls
+    if deferrals and not any(answer.abort is not None for answer in answers.values()):
+        # A call handed itself to a person: the batch pauses with the others' answers kept.
         tools = rt._offered_tools()
-        for call in allowed:
-            deferral = deferrals.calls.get(call.id)
-            if deferral is not None:
-                reason, kind, detail = deferral
+        denied_ids = {d.call.id for d in batch.denied}
+        for call in batch.calls:
+            if call.id in deferrals:
+                reason, kind, detail = deferrals[call.id]
                 outcome.deferred.append(Deferred(call, reason, tools.risk_of(call.name) or ToolRisk.SAFE, kind, detail))
-        denied_ids = {d.call.id for d in denied}
-        for call_id, (call, result) in answers.items():
-            if call_id not in deferrals.calls and call_id not in denied_ids:
-                outcome.finished.append(DeniedCall(call=call, result=result, reason="ran before the batch paused",
-                                                   hook=RAN_BEFORE_PAUSE))
+        for call_id, answer in answers.items():
+            if call_id not in deferrals and call_id not in denied_ids:
+                outcome.finished.append(DeniedCall(call=answer.call, result=answer.result,
+                                                   reason="ran before the batch paused", hook=RAN_BEFORE_PAUSE))
         return outcome
     injected: list[AgentMessage] = []
-    pipeline = rt._pipeline
-    hooked = pipeline.has(HookSlot.AFTER_TOOL_CALL)
     appended: list[AgentMessage] = []
+    abort: HookAbort | None = None
     # Answers follow the calls' index order (DESIGN §6), whatever order the model listed them in.
     for original in sorted(model_message.tool_calls, key=lambda c: c.index):
-        call, result = answers.get(original.id, (original, None))
-        if result is None:
+        answer = answers.get(original.id)
+        if answer is None:
             # Should not happen: every call is allowed, denied or deferred-and-decided.
-            result = ToolResult.from_text("tool call was not executed", is_error=True, error_code=ErrorCode.NOT_EXECUTED.value)
-        if hooked:
-            decision = await pipeline.after_tool_call(ToolResultHookContext(
-                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, result=result,
-                batch_id=batch_id))
-            if decision.action is ToolResultAction.ABORT:
-                # The answers so far enter history; the run's terminal path answers the rest.
-                rt._append_history(appended)
-                raise abort_error("after_tool_call", decision.hook, decision.reason, decision.error)
-            result = decision.result or result
-            injected.extend(decision.injected_messages)
-            if decision.action is ToolResultAction.STOP:
-                outcome.stop = True
-                outcome.stop_reason = decision.reason
-        if result.stop:
+            appended.append(tool_message(original, ToolResult.from_text(
+                "tool call was not executed", is_error=True, error_code=ErrorCode.NOT_EXECUTED.value)))
+            continue
+        appended.append(tool_message(answer.call, answer.result))
+        if abort is None and answer.abort is not None:
+            abort = answer.abort
+        injected.extend(answer.injected)
+        if answer.stop:
             outcome.stop = True
-        appended.append(tool_message(call, result))
+    if abort is not None:
+        # The answers enter history (the calls ran); the run's terminal path ends it aborted.
+        rt._append_history(appended)
+        raise abort
     # Tool answers stay contiguous after the assistant message; injected messages follow them.
     rt._append_history(appended + injected)
     return outcome
 
 
-class ToolBatch:
-    """The calls of one batch that may run, and how to run them, for the invocation seam.
+class ToolBatch(_OfRun):
+    """One batch for the invocation seam: the calls that may run, how to run them, and
+    how to answer every call of the batch (run, denied or settled) through after_tool_call.
 
-    ``calls`` are in index order; a seam returns one result per call in that order.
+    ``calls`` are the calls to execute, in index order; ``order`` is every call to
+    answer, in index order, and a seam returns one :class:`ToolAnswer` per call of it.
     """
 
-    __slots__ = ("rt", "ctx", "batch_id", "calls", "started", "deferrals", "_state", "_message", "_tools")
+    __slots__ = ("rt", "ctx", "batch_id", "calls", "order", "given", "denied", "settled", "started", "finished",
+                 "responded", "aborted", "deferrals", "_state", "_message", "_tools")
 
     def __init__(self, rt: AgentRuntime, ctx: RunContext, batch_id: str, calls: Iterable[ToolCall],
-                 model_message: AgentMessage | None = None) -> None:
+                 model_message: AgentMessage | None = None, denied: Iterable[DeniedCall] = (),
+                 settled: Iterable[DeniedCall] = ()) -> None:
         self.rt = rt
         self.ctx = ctx
         self.batch_id = batch_id
         self.calls = tuple(sorted(calls, key=lambda c: c.index))
+        self.denied = tuple(denied)
+        self.settled = tuple(settled)
+        self.given: dict[str, DeniedCall] = {item.call.id: item for item in (*self.denied, *self.settled)}
+        self.order = tuple(sorted((*self.calls, *(item.call for item in self.given.values())), key=lambda c: c.index))
         self.started: dict[str, float] = {}
-        self.deferrals = _Deferrals()  # the calls that hand themselves to a person (ToolContext.defer)
+        self.finished: dict[str, ToolResult] = {}     # call id -> what the tool returned, as each returns
+        self.responded: dict[str, ToolAnswer] = {}    # call id -> its answer once its response hooks ran
+        self.aborted: HookAbort | None = None         # the first after_tool_call abort of the batch
+        self.deferrals = _Deferrals()                 # the calls that hand themselves to a person (ToolContext.defer)
         self._state = rt.state
         self._message = model_message
         self._tools = rt._offered_tools()  # the user's and the extensions' tools, as offered for this batch
@@ -262,12 +347,17 @@ class ToolBatch:
         return call
 
     @property
-    def run_id(self) -> str:
-        return self.ctx.run_id
+    def has_response_hooks(self) -> bool:
+        """True if an after_tool_call hook may change an answer (else responding is bookkeeping)."""
+        return self.rt._pipeline.has(HookSlot.AFTER_TOOL_CALL)
 
-    @property
-    def turn(self) -> int:
-        return self.ctx.turn
+    def given_answer(self, call: ToolCall) -> DeniedCall | None:
+        """The answer a denied or settled call of the batch has (None for a call to run)."""
+        return self.given.get(call.id)
+
+    def is_settled(self, call: ToolCall) -> bool:
+        """True if a person recorded ``call``'s outcome (an in-doubt call marked done or failed)."""
+        return any(item.call.id == call.id for item in self.settled)
 
     def context(self, call: ToolCall, idempotency_key: str | None = None) -> ToolContext:
         """The call's ToolContext; its idempotency key is the same in every process
@@ -280,6 +370,7 @@ class ToolBatch:
     def on_result(self, call: ToolCall, result: ToolResult, *, reused: bool = False) -> None:
         """Announce a finished call (``tool.after``); ``reused``: its result was committed
         by an earlier process and the tool did not run again."""
+        self.finished[call.id] = result
         started = self.started.get(call.id, time.perf_counter())
         if reused:
             self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
@@ -311,6 +402,80 @@ class ToolBatch:
             remove()
         self.on_result(call, result)
         return result
+
+    async def respond(self, call: ToolCall, raw: ToolResult, progress: HookProgress | None = None, *,
+                      result: ToolResult | None = None, injected: Iterable[AgentMessage] = (),
+                      source: str | None = None) -> ToolAnswer:
+        """after_tool_call on one answer (seam: in index order, one at a time).
+
+        Continuing an answer whose response hooks an earlier process began, a durable
+        seam passes the ``progress`` that recorded them, the ``result`` and ``injected``
+        messages they made and the ``source`` hook of that result (recorded hooks are
+        skipped). After an abort in the batch, later answers skip their hooks: the run
+        ends, and each keeps its real result.
+        """
+        result = raw if result is None else result
+        injected = tuple(injected)
+        stop = False
+        abort = None
+        pipeline = self.rt._pipeline
+        given = self.given.get(call.id)
+        # A call that deferred itself is answered when it runs again; one that ran before its
+        # batch paused was answered then: neither goes through the response hooks now.
+        unhooked = call.id in self.deferrals.calls or (given is not None and given.hook == RAN_BEFORE_PAUSE)
+        if self.aborted is None and not unhooked and pipeline.has(HookSlot.AFTER_TOOL_CALL):
+            rt, ctx = self.rt, self.ctx
+            decision = await pipeline.after_tool_call(ToolResultHookContext(
+                session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, result=result,
+                batch_id=self.batch_id), progress)
+            if decision.action is ToolResultAction.ABORT:
+                abort = self.aborted = abort_error("after_tool_call", decision.hook, decision.reason, decision.error)
+                if decision.result is not None:  # the result as it stood before the aborting hook
+                    result = decision.result
+            else:
+                if decision.result is not None and decision.result is not result:
+                    result, source = decision.result, decision.hook or source
+                injected += decision.injected_messages
+                stop = decision.action is ToolResultAction.STOP
+        answer = ToolAnswer(call=call, result=result, raw=raw, injected=injected if abort is None else (),
+                            stop=stop or result.stop, abort=abort, source=source)
+        self.responded[call.id] = answer
+        return answer
+
+    def recorded_answer(self, call: ToolCall, result: ToolResult, raw: ToolResult, injected: Iterable[AgentMessage],
+                        stop: bool, abort: HookAbort | None, source: str | None) -> ToolAnswer:
+        """The answer an earlier process completed (nothing runs again); an abort it
+        recorded makes the later answers of the batch skip their hooks."""
+        if abort is not None and self.aborted is None:
+            self.aborted = abort
+        answer = ToolAnswer(call=call, result=result, raw=raw, injected=tuple(injected) if abort is None else (),
+                            stop=stop or result.stop, abort=abort, source=source)
+        self.responded[call.id] = answer
+        return answer
+
+    def interrupted_answers(self) -> list[AgentMessage]:
+        """History messages for a batch cancelled midway: an answered call keeps its
+        answer, a finished one its result, a running one says it was cancelled while it
+        ran, and one that never started says so."""
+        messages = []
+        for call in self.order:
+            answer = self.responded.get(call.id)
+            given = self.given.get(call.id)
+            if answer is not None:
+                result = answer.result
+            elif call.id in self.finished:
+                result = self.finished[call.id]
+            elif given is not None:
+                result = given.result
+            elif call.id in self.started:
+                result = ToolResult.from_text(
+                    "cancelled while running: the run was cancelled before this call returned, so it may "
+                    "have had part of its effect", is_error=True, error_code=ErrorCode.CANCELLED.value)
+            else:
+                result = ToolResult.from_text("not executed: the run was cancelled before this call started",
+                                              is_error=True, error_code=ErrorCode.NOT_EXECUTED.value)
+            messages.append(tool_message(call, result))
+        return messages
 
 
 def unanswered_calls(history: tuple[AgentMessage, ...]) -> list[ToolCall]:

@@ -2,8 +2,10 @@
 
 The runtime is the only owner of the session state. Its loop lives in ``_loop.py``
 and its phases in ``_model_call.py``, ``_tool_batch.py``, ``_approvals.py`` and
-``_persistence.py``; this module holds the public surface and the small shared
-helpers those phases call.
+``_persistence.py``; this module holds its construction, loading, state and events
+and the small shared helpers those phases call; starting, cancelling, suspending and
+resuming runs and the decisions that continue them are in ``_run_control.py``
+(:class:`RunControl`, a base of this class).
 """
 
 from __future__ import annotations
@@ -13,41 +15,37 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterable
-from typing import Any, AsyncIterator, Callable
+from typing import Any, Callable
 
 from pydantic import SecretStr
 
 from ..controller import AgentController
 from ..domain import (
-    AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role, ToolResult,
-    Usage, invalid_argument,
+    AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, ToolResult, Usage,
+    invalid_argument,
 )
 from ..domain.frozen import FrozenDict
-from ..events import AgentEvent, EventBus, EventTypes
+from ..events import EventBus, EventTypes
 from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
-    AgentState, ApprovalDecision, ApprovalDecisionResult, MemoryStateStorage, PendingApprovalBatch,
-    PendingApprovalItem, SecretLint,
-    StateStorage, validate_session_id,
+    AgentState, MemoryStateStorage, SecretLint, StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
-from ._approvals import LoopKind, apply_decision
-from ._in_doubt import InDoubtKind, apply_in_doubt_decision, interrupted, pause_interrupted_run
-from ._channel import EventChannel
+from ._approvals import LoopKind
+from ._in_doubt import InDoubtKind, pause_interrupted_run
 from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._invocation import make_invocations
 from ._keywords import keyword_extensions
-from ._loop import drive
 from ._redaction import Redactor
+from ._run_control import RunControl
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from ._weak import NO_CONTROLLER, controller_of, weak_method
 from . import lifecycle
 from .extensions import Extension
-from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
 
@@ -58,14 +56,7 @@ _DEFAULT_SAVE_TIMEOUT = 30.0
 RunInput = str | AgentMessage | ContentPart | Iterable[str | ContentPart | AgentMessage]
 
 
-def _current_task() -> asyncio.Task | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no running loop: called from plain synchronous code
-        return None
-
-
-class AgentRuntime:
+class AgentRuntime(RunControl):
     """Runs an agent: streamed model calls, tool batches, hooks, approvals, persistence.
 
     Args:
@@ -276,11 +267,9 @@ class AgentRuntime:
             raise invalid_argument(f"takeover must be a bool, got {takeover!r}")
         runtime = cls(model, tools=tools, storage=storage, session_id=validate_session_id(session_id), **options)
         runtime._takeover = takeover
-        if await runtime._load() is None:
+        if await runtime._load() is None:  # (a run a crash left with calls in doubt is paused for a person)
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
-        # A run a crash interrupted with calls in doubt waits for a person at once.
-        await pause_interrupted_run(runtime)
         return runtime
 
     async def load(self) -> AgentState:
@@ -321,6 +310,10 @@ class AgentRuntime:
                 # refuses it, the load fails and is tried again next time.
                 self._extensions.mark_restored(found)
                 await self._extensions.restored()
+                # A run a crash interrupted with calls in doubt waits for a person at once
+                # (DESIGN §13), however the session is opened: so new input is refused
+                # until they are decided, and never meets an unpaired call.
+                await pause_interrupted_run(self)
             self._loaded = True
             return found
 
@@ -386,335 +379,6 @@ class AgentRuntime:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    @property
-    def current_run(self) -> RunHandle | None:
-        """The active run's handle (also for runs continued after an approval), or None."""
-        ctx = self._active
-        return RunHandle(ctx.task, ctx.run_id, self.cancel) if ctx is not None and ctx.task is not None else None
-
-    async def run(self, input: RunInput) -> AgentRunResult:
-        """Run to the end and return the result. Cancelling the awaiting task cancels the run.
-
-        A saved session is loaded first; if its state cannot be read, the load error is
-        raised and nothing is saved over it.
-        """
-        await self._load()
-        handle = self.start(input)
-        try:
-            return await handle.wait()
-        except asyncio.CancelledError:
-            self.cancel()
-            await asyncio.wait({handle.task})
-            raise
-
-    def start(self, input: RunInput) -> RunHandle:
-        """Start a run as a background task on the running loop and return its handle.
-
-        This is what widgets use: the notebook cell returns at once, so button clicks
-        keep reaching the kernel while the run streams. A runtime that was not loaded yet
-        loads first, in the task; a refusal found then (a pending approval, a load error)
-        is raised by ``await handle``.
-        """
-        messages = self._coerce_input(input)
-        self._check_can_start(new_input=True)
-        return self._launch(lambda ctx: drive(self, ctx, new_input=messages),
-                            recheck=lambda: self._check_state_allows(new_input=True))
-
-    async def run_stream(self, input: RunInput) -> AsyncIterator[AgentEvent]:
-        """Run and yield every event of the run as it happens; ``runtime.last_result`` holds the result."""
-        channel: EventChannel[AgentEvent] = EventChannel()
-        run_ids: set[str] = set()
-
-        def listener(event: AgentEvent) -> None:
-            if event.run_id in run_ids:
-                channel.put(event)
-
-        await self._load()
-        unsubscribe = self.bus.subscribe("*", listener)
-        handle: RunHandle | None = None
-        try:
-            handle = self.start(input)
-            run_ids.add(handle.run_id)
-            # Every event of the run is published before its task completes.
-            handle.task.add_done_callback(lambda _task: channel.close())
-            buffer = channel.buffer
-            while True:
-                while buffer:
-                    yield buffer.popleft()
-                if channel.closed:
-                    break
-                await channel.wait()
-        finally:
-            unsubscribe()
-            if handle is not None and not handle.done:
-                self.cancel()
-                await asyncio.wait({handle.task})
-
-    def cancel(self) -> bool:
-        """Cancel the active run, or a run paused for approval or suspended: final, it ends
-        ``cancelled`` (pending calls are answered as not executed). False if there is nothing
-        to cancel."""
-        ctx = self._active
-        if ctx is None:
-            return self._cancel_paused()
-        if ctx.cancel_requested:
-            return True
-        ctx.cancel_requested = True
-        ctx.cancel.cancel("cancelled by user")
-        # Interrupt whatever the run awaits (model stream, tools) unless it is already
-        # finishing, or has not started (it then sees the token at its first step), or
-        # this call comes from inside the run itself (a listener or hook): the run then
-        # sees the token at its next checkpoint. Interrupting our own task would leave a
-        # pending cancellation that Python 3.11 cannot withdraw; it would hit the terminal
-        # save or turn the finished run's result into a bare CancelledError.
-        if ctx.started and not ctx.finishing and ctx.task is not None and ctx.task is not _current_task():
-            ctx.task.cancel()
-        return True
-
-    def _cancel_paused(self) -> bool:
-        if not self._paused():
-            return False
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        if self._approval_lock.locked():
-            # A decision is being saved: the Stop applies to what it leads to (the run it
-            # continues, or the batch still paused), once it is recorded (see
-            # apply_approval_decision). Acting now would race it: two runs at once.
-            self._stop_after_decision = True
-            return True
-        self._end_paused()
-        return True
-
-    def _paused(self) -> bool:
-        state = self._state
-        return (state.is_running and not state.not_resumable and self._detached is None and not self.closed
-                and self._loaded and self._active is None)
-
-    def _end_paused(self) -> None:
-        # Ending a paused run is a (very short) run of its own: the same terminal path
-        # answers the frozen calls, saves (mandatory), publishes agent.cancelled, after_run.
-        batch = self._state.pending_approval
-        self._set_state(pending_approval=None)
-        if batch is not None and batch.finished_calls:
-            # Calls that already ran keep their real results; only the others are "not executed".
-            self._append_history(tool_message(f.call, f.result) for f in batch.finished_calls)
-        self._launch(lambda ctx: drive(self, ctx, cancel_paused=True))
-
-    def request_suspend(self) -> bool:
-        """Ask the active run to pause at the next safe checkpoint (never between a tool
-        call and its result), save, and end ``suspended``. False if nothing runs."""
-        ctx = self._active
-        if ctx is None:
-            return False
-        ctx.suspend_requested = True
-        return True
-
-    async def resume(self) -> AgentRunResult:
-        """Continue a suspended run with a fresh model call and wait for it."""
-        await self._load()
-        return await self.start_resume().wait()
-
-    def start_resume(self) -> RunHandle:
-        """Continue a suspended run in the background (what the widget's Resume button calls)."""
-        self._check_can_start(new_input=False)
-        if not self._loaded:
-            return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"),
-                                recheck=self._check_resumable)
-        self._check_resumable()
-        state = self._state
-        if interrupted(state):
-            # Interrupted by a crash: the same run goes on where its operations stand.
-            return self._launch(lambda ctx: drive(self, ctx, resume_reason="interrupted"),
-                                run_id=state.current_run_id, turn=state.current_loop_count)
-        return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"))
-
-    def _check_resumable(self) -> None:
-        state = self._state
-        if state.not_resumable:
-            raise ArkError(ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
-                           f"session {self.session_id!r} is marked not resumable (a final save failed)")
-        if state.pending_approval is not None:
-            raise self._extensions.blocks_input_error(state.pending_approval)
-        if not state.is_running:
-            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
-                           f"session {self.session_id!r} has no suspended run to resume "
-                           f"(last run ended {state.last_stop_reason or 'never started'})")
-
-    # -- ApprovalHost ---------------------------------------------------------------
-
-    def list_pending_approvals(self) -> list[PendingApprovalItem]:
-        """The items a person decides now (for the controller): the pending batch's items,
-        with a sub-agent's item replaced by the sub-agent's own, under namespaced ids."""
-        return self._extensions.pending_items(self._state.pending_approval)
-
-    def get_pending_approval_batch(self) -> PendingApprovalBatch | None:
-        """The pending batch (immutable), for the controller."""
-        return self._state.pending_approval
-
-    async def apply_approval_decision(self, approval_id: str, decision: ApprovalDecision,
-                                      deny_reason: str | None = None, *,
-                                      batch_id: str | None = None) -> ApprovalDecisionResult:
-        """Apply one decision (the controller's only way in); ok only once it is saved.
-
-        With ``batch_id``, only an item of that batch is decided (a card of another batch
-        is refused). An id that an item's kind listed in its place (a sub-agent's
-        ``{name}/{approval_id}``) is routed to that kind.
-        """
-        if self._detached is None and batch_id is None:
-            try:
-                await self._load()
-            except ArkError:
-                pass  # apply_decision below reports it
-            else:
-                # Outside the lock: routing may decide the item it belongs to, through the controller.
-                routed = await self._extensions.route(self._state.pending_approval, approval_id,
-                                                      ApprovalDecision(decision), deny_reason)
-                if routed is not None:
-                    return routed
-        async with self._approval_lock:
-            if self._detached is not None or self.closed:
-                return ApprovalDecisionResult.failure(approval_id, detached_error(self))
-            await self._extensions.restored()  # a state given to the constructor: tell the extensions first
-            try:
-                return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
-            finally:
-                self._stop_if_asked_while_deciding()
-
-    # -- InDoubtHost -------------------------------------------------------------------
-
-    async def apply_in_doubt_decision(self, item_id: str, resolution: str,
-                                      text: str | None = None) -> ApprovalDecisionResult:
-        """Apply a person's decision on an in-doubt call (the controller's only way in). An
-        id that an item's kind listed in its place (a sub-agent's in-doubt call,
-        ``{name}/{operation_id}``) is routed to that kind."""
-        if self._detached is None:
-            try:
-                await self._load()
-            except ArkError:
-                pass  # apply_in_doubt_decision below reports it
-            else:
-                routed = await self._extensions.route(self._state.pending_approval, item_id, None, None,
-                                                      resolution=resolution, text=text)
-                if routed is not None:
-                    return routed
-        async with self._approval_lock:
-            if self._detached is not None or self.closed:
-                return ApprovalDecisionResult.failure(item_id, detached_error(self))
-            try:
-                return await apply_in_doubt_decision(self, item_id, resolution, text)
-            finally:
-                self._stop_if_asked_while_deciding()
-
-    def _stop_if_asked_while_deciding(self) -> None:
-        """Stop was pressed while a decision was being saved (see :meth:`_cancel_paused`):
-        end what the decision led to, now that it is recorded (or was refused)."""
-        if not self._stop_after_decision:
-            return
-        self._stop_after_decision = False
-        if self._active is not None:
-            self.cancel()   # the run the decision continued, before it runs a call
-        elif self._paused():
-            self._end_paused()
-
-    # -- helpers the phases use ------------------------------------------------------
-
-    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None, *,
-                run_id: str | None = None, turn: int = 0) -> RunHandle:
-        if self._detached is not None or self.closed:
-            raise detached_error(self)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NO_RUNNING_LOOP,
-                           "starting a run needs a running asyncio loop: in a notebook cell call it directly "
-                           "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
-        ctx = RunContext(run_id or self._new_id("run"))
-        ctx.turn = turn
-        ctx.continued = run_id is not None
-        self._active = ctx
-        pending_load = recheck if not self._loaded else None
-        ctx.task = loop.create_task(self._guarded(ctx, make, pending_load), name=f"arknb-{ctx.run_id}")
-        if pending_load is not None:
-            # A refusal found after loading is raised by `await handle`; nobody awaiting it is fine.
-            ctx.task.add_done_callback(lambda task: task.cancelled() or task.exception())
-        lifecycle.track(self)  # so a kernel shutdown can still end this run cleanly
-        return RunHandle(ctx.task, ctx.run_id, self.cancel)
-
-    async def _guarded(self, ctx: RunContext, make: Callable[[RunContext], Any],
-                       recheck: Callable[[], None] | None) -> AgentRunResult:
-        if recheck is not None:
-            # The checks start() made on the empty state, made again on the loaded one.
-            try:
-                await self._load()
-                recheck()
-            except BaseException:
-                self._release(ctx)
-                raise
-        ctx.started = True
-        result = self._redactor.result(await make(ctx))
-        self.last_result = result
-        return result
-
-    def _continue_after_approval(self, batch: PendingApprovalBatch) -> None:
-        # The saved state already holds the batch as consumed (the last decision's save).
-        # The paused run goes on under its own id: its operations are keyed by it, so a
-        # crash during the continuation finds them.
-        reason = self._extensions.kind(batch.kind).resume_reason  # "approval", "in_doubt_resolved", ...
-        self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason=reason),
-                     run_id=batch.run_id, turn=self._state.current_loop_count)
-
-    def _release(self, ctx: RunContext) -> None:
-        if self._active is ctx:
-            self._active = None
-
-    def _check_can_start(self, *, new_input: bool) -> None:
-        if self._detached is not None or self.closed:
-            raise detached_error(self)
-        if self._active is not None:
-            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
-                           f"run {self._active.run_id} is still active; await it, or cancel() it first")
-        self._check_state_allows(new_input=new_input)
-
-    def _check_state_allows(self, *, new_input: bool) -> None:
-        state = self._state
-        if new_input and state.pending_approval is not None and not state.not_resumable:
-            # Seed 000 §10.2: new input must not clear a frozen batch and leave unpaired calls.
-            # (A batch of a session marked not resumable can never be decided: new input
-            # ends it, answering its calls as not executed, so the session is never stuck.)
-            # The batch's kind words the refusal (e.g. pending_plan_review_blocks_input).
-            raise self._extensions.blocks_input_error(state.pending_approval)
-
-    def _coerce_input(self, value: Any) -> tuple[AgentMessage, ...]:
-        if isinstance(value, str):
-            if not value.strip():
-                raise invalid_argument("input is empty; give the agent some text")
-            return (AgentMessage.user(value),)
-        if isinstance(value, AgentMessage):
-            messages: tuple[AgentMessage, ...] = (value,)
-        elif isinstance(value, ContentPart):
-            return (AgentMessage.user([value]),)
-        elif isinstance(value, (list, tuple)):
-            items = list(value)
-            if not items:
-                raise invalid_argument("input is an empty list; give at least one message or part")
-            if all(isinstance(i, AgentMessage) for i in items):
-                messages = tuple(items)
-            elif all(isinstance(i, (str, ContentPart)) for i in items):
-                return (AgentMessage.user(items),)
-            else:
-                kinds = sorted({type(i).__name__ for i in items})
-                raise invalid_argument(f"input list must hold only AgentMessage values, or only str/ContentPart "
-                                       f"parts of one user message; got {', '.join(kinds)}")
-        else:
-            raise invalid_argument(f"input must be a str, AgentMessage, ContentPart or a list of them, "
-                                   f"got {type(value).__name__}")
-        for message in messages:
-            if message.role is Role.TOOL:
-                raise invalid_argument("input cannot contain tool messages: they only answer tool calls")
-        return messages
 
     def _emit(self, event_type: str, payload: Any, run_id: str | None = None) -> None:
         """Publish an event if anyone listens; a callable payload is built only then."""

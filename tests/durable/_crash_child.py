@@ -39,14 +39,14 @@ def record(directory: str | Path, tool: str, ctx: ark.ToolContext) -> None:
         os.fsync(handle.fileno())
 
 
-def make_tools(directory: str | Path, *, idempotent: bool = False, on_slow=None):
+def make_tools(directory: str | Path, *, idempotent: bool = False, on_slow=None, slow_risk: str = "safe"):
     @ark.tool
     async def fast(n: int, ctx: ark.ToolContext) -> str:
         """Finish at once."""
         record(directory, "fast", ctx)
         return f"fast {n} done"
 
-    @ark.tool(idempotent=idempotent)
+    @ark.tool(idempotent=idempotent, risk=slow_risk)
     async def slow(n: int, ctx: ark.ToolContext) -> str:
         """Take a while."""
         record(directory, "slow", ctx)

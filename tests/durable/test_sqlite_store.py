@@ -576,3 +576,33 @@ async def test_a_run_paused_for_approval_is_completed_by_a_new_runtime_on_the_sa
     # The restored runtime's saves only appended: the tool result, then the answer.
     assert _audited(db) == [("insert", 2), ("insert", 3)]
     await second_store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["bad_json_body", "not_a_message", "bad_json_usage", "nan_in_a_message",
+                                  "unknown_field_in_a_message"])
+async def test_a_row_edited_after_this_process_validated_it_is_validated_again_and_refused(db, full_state, kind):
+    """The validated-row cache (restore cost): a row is trusted only as the exact text
+    this process validated strictly; an edited row misses it and is refused as before."""
+    from arknb.durable._validated_rows import VALIDATED_ROWS
+
+    corruptions = {**CORRUPTIONS,
+                   "nan_in_a_message": "UPDATE messages SET body = replace(body, '\"is_error\":false', "
+                                       "'\"is_error\":false,\"x\":NaN') WHERE idx = 2",
+                   "unknown_field_in_a_message": "UPDATE messages SET body = replace(body, '\"is_error\":false', "
+                                                 "'\"is_error\":false,\"colour\":\"red\"') WHERE idx = 2"}
+    storage = SQLiteStore(db)
+    await put(storage, full_state)
+    await storage.aclose()
+    warm = SQLiteStore(db)
+    loaded = await warm.load("demo")  # every row is now validated and known
+    await warm.aclose()
+    assert len(VALIDATED_ROWS) >= len(loaded.history)
+    again = SQLiteStore(db)
+    assert await again.load("demo") == loaded  # a warm load is the same state
+    await again.aclose()
+    _sql(db, corruptions[kind])
+    fresh = SQLiteStore(db)
+    with pytest.raises(ArkError) as info:
+        await fresh.load("demo")
+    await fresh.aclose()
+    assert info.value.code == "state_corrupt" and "'demo'" in info.value.message

@@ -312,7 +312,10 @@ async def test_stop_while_an_in_doubt_decision_is_saved_ends_the_run_and_reruns_
         AgentMessage.user("clean up"),
         AgentMessage.assistant("On it.", tool_calls=[call("c1", "clear_cache", path="/tmp/cache")]))))
     runtime = ark.AgentRuntime(ark.ScriptedModel(["Done."]), tools=tools.all, storage=storage, session_id="s")
-    assert (await runtime.resume()).stop_reason == "awaiting_approval"   # the crash left c1 in doubt
+    await runtime.load()  # the crash left c1 in doubt: the run is paused for a person at once
+    assert runtime.state.last_stop_reason == "awaiting_approval"
+    with pytest.raises(ark.ArkError, match="list_in_doubt"):
+        await runtime.resume()  # nothing to resume until it is decided
     [doubt] = runtime.controller.list_in_doubt()
     log = EventLog(runtime)
 
