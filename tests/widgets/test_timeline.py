@@ -143,7 +143,9 @@ def test_structure_flushes_at_once_and_a_stream_on_a_timer(runtime, timers, ev):
     assert [e["sequence"] for e in received] == list(range(1, 5005))
     assert all(b["start"] == a["start"] + len(decode(a["events"], a["_buffers"]))
                for a, b in zip(batches, batches[1:]))
-    assert any(item.get("pack") == "llm.chunk" for m in batches for item in m["events"])
+    assert all([item["batch"] for item in m["events"]] == [len(decode(m["events"], m["_buffers"]))]
+               for m in batches)                              # one column batch per message
+    assert any(item["chunks"] for m in batches for item in m["events"])
     assert timers.pending == 0                                # no ticking once the model is done
 
 
@@ -176,7 +178,7 @@ def test_hello_answers_the_newest_page_or_fills_a_gap(runtime, timers, ev):
     front.messages.clear()
     tl._on_msg(tl, {"type": "hello", "have": 10, "token": "v2"})
     (msg,) = front.of_type("events")
-    assert (msg["start"], msg.get("reset"), msg["to"]) == (10, None, "v2") and len(msg["events"]) == 3
+    assert (msg["start"], msg.get("reset"), msg["to"]) == (10, None, "v2") and len(decode(msg["events"], msg["_buffers"])) == 3
 
 
 def test_older_pages_come_from_memory_then_say_exhausted(runtime, timers, ev):
@@ -193,7 +195,7 @@ def test_older_pages_come_from_memory_then_say_exhausted(runtime, timers, ev):
     front.messages.clear()
     tl._on_msg(tl, {"type": "older", "before": 2, "limit": 4, "token": "v"})
     (msg,) = front.of_type("events")
-    assert (msg["start"], msg["exhausted"]) == (0, True) and len(msg["events"]) == 2
+    assert (msg["start"], msg["exhausted"]) == (0, True) and len(decode(msg["events"], msg["_buffers"])) == 2
     front.messages.clear()
     tl._on_msg(tl, {"type": "older", "before": 0, "limit": 4, "token": "v"})
     (msg,) = front.of_type("events")
