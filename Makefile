@@ -1,4 +1,5 @@
 # arknb: `make demo` and `make test` work on a fresh clone with only Python 3.11+ and Node.
+SHELL  := /bin/bash
 VENV   ?= .venv
 PYTHON ?= python3
 PY     := $(VENV)/bin/python
@@ -6,10 +7,20 @@ STAMP  := $(VENV)/.arknb-installed
 
 .PHONY: demo demo-terminal test test-fast bundle bundle-check notebooks bench clean
 
+# The first install takes a minute or two: say so, and show each package as pip
+# collects it (one numbered line each) instead of a silent wait.
 $(STAMP): pyproject.toml
+	@echo "==> arknb: setting up $(VENV) (first run only; about a minute or two)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,otel]'
+	@echo "==> [1/2] upgrading pip"
+	@$(PY) -m pip install -q --upgrade pip --disable-pip-version-check
+	@echo "==> [2/2] installing arknb with its dev, otel and postgres extras"
+	@$(PY) -m pip install --disable-pip-version-check -e '.[dev,otel,postgres]' 2>&1 \
+		| awk '/^Collecting/ {n++; printf "  [%d] %s\n", n, $$2; fflush()} \
+		       /^Installing collected/ {print "  installing " n " packages..."; fflush()} \
+		       /^(ERROR|error)/ {print; fflush()}' ; \
+		status=$${PIPESTATUS[0]}; test $$status -eq 0 || { echo "==> pip failed (exit $$status): run '$(PY) -m pip install -e .[dev,otel,postgres]' to see why"; exit $$status; }
+	@echo "==> ready"
 	@touch $(STAMP)
 
 js/node_modules/.package-lock.json: js/package-lock.json

@@ -34,7 +34,7 @@ from .state import (
 )
 
 # durable
-from .durable import SQLiteStateStorage
+from .durable import PostgresStore, SQLiteStore
 
 # providers
 from .providers import (
@@ -45,6 +45,11 @@ from .providers import (
 # runtime
 from .controller import AgentController, ApprovalHost
 from .runtime import AgentRunResult, AgentRuntime, LoopDetector, RunHandle, StopReason
+from .runtime.extensions import ApprovalKind, Extension, ExtensionScope
+
+# planning and skills (extensions installed by plan_mode= and skills=)
+from .planner import PendingPlanReview, Plan, PlanItem, PlanMode, TodoStatus
+from .skills import Skill, SkillLoadError, SkillLoadReport, load_skills
 
 __version__ = "0.1.0"
 
@@ -58,6 +63,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "ApprovalKind", "Extension", "ExtensionScope", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
+    "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",
     "AgentRuntime", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "ApprovalHost", "ArkError",
     "BeforeRunAction", "BeforeRunHookContext", "BeforeRunHookResult", "CancellationToken", "ChatWidget",
@@ -67,7 +74,7 @@ __all__ = [
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
     "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
-    "Retryability", "Role", "RunHandle", "SQLiteStateStorage", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
+    "Retryability", "Role", "RunHandle", "PostgresStore", "SQLiteStore", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
     "StatePersistenceHookResult", "StateStorage", "StopReason", "StreamError", "StreamingEvent", "TextDelta",
     "TimelineWidget", "Tool", "ToolCall", "ToolCallAction", "ToolCallDelta", "ToolCallHookContext",
     "ToolCallHookResult", "ToolContext", "ToolDefinition", "ToolRegistry", "ToolResult", "ToolResultAction",

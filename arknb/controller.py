@@ -1,20 +1,24 @@
 """AgentController: the zero-state control plane (seed 000 §6).
 
-The controller observes (``subscribe``, ``list_pending_approvals``), publishes, and
-routes approval decisions to the runtime through the :class:`ApprovalHost` protocol.
+The controller observes (``subscribe``, ``list_pending_approvals``,
+``get_pending_plan_review``), publishes, and routes approval and plan-review decisions
+to the runtime through the :class:`ApprovalHost` protocol.
 It holds no runtime state and cannot change any: every decision goes through
 ``ApprovalHost.apply_approval_decision``, which validates it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from .domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
+from .domain import ArkError, ErrorCode, ErrorLayer, Retryability, ToolCall, invalid_argument
 from .events import AgentEvent, EventBus
-from .state import ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
+from .state import (
+    ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem, PendingPlanReview,
+)
 
-__all__ = ["AgentController", "ApprovalHost"]
+__all__ = ["AgentController", "ApprovalHost", "InDoubtHost", "InDoubtItem"]
 
 
 @runtime_checkable
@@ -29,6 +33,33 @@ class ApprovalHost(Protocol):
         """Apply one decision; ok only once it is saved. With ``batch_id``, refuse an item
         that is not part of that (pending) batch."""
         ...
+
+
+@runtime_checkable
+class InDoubtHost(Protocol):
+    """What a controller needs to resolve in-doubt calls (the runtime implements it)."""
+
+    def get_pending_approval_batch(self) -> PendingApprovalBatch | None: ...
+
+    async def apply_in_doubt_decision(self, item_id: str, resolution: str,
+                                      text: str | None = None) -> ApprovalDecisionResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class InDoubtItem:
+    """A call a crash left with an unknown fate (DESIGN §13): it may or may not have run.
+
+    Attributes:
+        operation_id: decide it with this id (``rerun``, ``mark_done``, ``mark_failed``).
+        tool_call: the call as it was to run.
+        started_at: when its last attempt started (None: unknown, e.g. with a file store).
+        attempts: attempts on record.
+    """
+
+    operation_id: str
+    tool_call: ToolCall
+    started_at: float | None
+    attempts: int
 
 
 class AgentController:
@@ -108,6 +139,74 @@ class AgentController:
         if callable(load):
             await load()
         return [await self.approve(item.approval_id) for item in self.list_pending_approvals()]
+
+    # -- plan review (seed 000 §6.3: every review goes through the ApprovalHost) -----------
+
+    def get_pending_plan_review(self) -> PendingPlanReview | None:
+        """The plan waiting for review (``PendingPlanReview``: the proposed plan, the plan it
+        replaces, ids), or None. A copy: changing it changes nothing."""
+        batch = self._host.get_pending_approval_batch() if self._host is not None else None
+        return PendingPlanReview.from_batch(batch)
+
+    async def approve_plan(self) -> ApprovalDecisionResult:
+        """Approve the pending plan: the run continues and carries it out."""
+        return await self._decide_plan(ApprovalDecision.APPROVED, None)
+
+    async def reject_plan(self, reason: str | None = None) -> ApprovalDecisionResult:
+        """Reject the pending plan; the model gets the rejection with ``reason`` as the
+        ``write_todos`` result and can propose a revised plan."""
+        if reason is not None and not isinstance(reason, str):
+            raise invalid_argument(f"reject_plan reason must be a string or None, got {type(reason).__name__}")
+        return await self._decide_plan(ApprovalDecision.DENIED, reason.strip() if reason and reason.strip() else None)
+
+    async def _decide_plan(self, decision: ApprovalDecision, reason: str | None) -> ApprovalDecisionResult:
+        if self._host is None:
+            return ApprovalDecisionResult.failure("", ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.APPROVAL_HOST_MISSING,
+                "this controller is not bound to a runtime, so it cannot apply decisions", Retryability.NEVER))
+        review = self.get_pending_plan_review()
+        if review is None:
+            return ApprovalDecisionResult.failure("", ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+                "no plan is waiting for review (plan_mode=PlanMode.REVIEW pauses when the model proposes one)"))
+        # A plan review is a pending approval item of kind "plan": the same decision path,
+        # idempotent and saved like any other (DESIGN §14).
+        return await self._host.apply_approval_decision(review.approval_id, decision, reason)
+    # -- in-doubt calls (DESIGN §13) ---------------------------------------------------
+
+    def list_in_doubt(self) -> list[InDoubtItem]:
+        """The calls waiting for a person to say what became of them, in batch order."""
+        batch = self._host.get_pending_approval_batch() if self._host is not None else None
+        if batch is None or batch.kind != "in_doubt":
+            return []
+        return [InDoubtItem(item.approval_id, item.tool_call, item.started_at, item.attempts)
+                for item in batch.items if item.is_pending()]
+
+    async def rerun(self, operation_id: str) -> ApprovalDecisionResult:
+        """Run the in-doubt call again (with the same ``ctx.idempotency_key``)."""
+        return await self._resolve(operation_id, "rerun", None)
+
+    async def mark_done(self, operation_id: str, result_text: str) -> ApprovalDecisionResult:
+        """Record that the call ran: the model gets ``result_text`` as its result."""
+        if not isinstance(result_text, str):
+            raise invalid_argument(f"result_text must be a string, got {type(result_text).__name__}")
+        return await self._resolve(operation_id, "done", result_text)
+
+    async def mark_failed(self, operation_id: str, reason: str) -> ApprovalDecisionResult:
+        """Record that the call did not succeed: the model gets an error result with ``reason``."""
+        if not isinstance(reason, str):
+            raise invalid_argument(f"reason must be a string, got {type(reason).__name__}")
+        return await self._resolve(operation_id, "failed", reason)
+
+    async def _resolve(self, operation_id: str, resolution: str, text: str | None) -> ApprovalDecisionResult:
+        if not isinstance(operation_id, str) or not operation_id:
+            raise invalid_argument(f"operation_id must be a non-empty string, got {operation_id!r}")
+        host = self._host
+        if not isinstance(host, InDoubtHost):
+            return ApprovalDecisionResult.failure(operation_id, ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.APPROVAL_HOST_MISSING,
+                "this controller is not bound to a runtime, so it cannot resolve in-doubt calls", Retryability.NEVER))
+        return await host.apply_in_doubt_decision(operation_id, resolution, text)
 
     async def _decide(self, approval_id: str, decision: ApprovalDecision,
                       reason: str | None, batch_id: str | None) -> ApprovalDecisionResult:

@@ -11,7 +11,7 @@ script builds an ``AgentState`` holding N turns, then times, many times over:
 - ``append+save``: adding one fresh turn to the N-turn history (``model_copy``, as the
   runtime's autosave does) and awaiting the backend's ``save``:
   ``FileStateStorage`` (temp file, fsync, ``os.replace``, directory fsync) and
-  ``SQLiteStateStorage`` (one WAL transaction with ``synchronous=FULL``). Before
+  ``SQLiteStore`` (one WAL transaction with ``synchronous=FULL``). Before
   each repetition the N-turn state is saved again (untimed), so every timed save
   appends a fresh turn to a saved N-turn session, as the runtime's autosave does;
   the two sizes take turns.
@@ -58,11 +58,11 @@ def _backends(tmp: Path) -> dict:
 
     backends = {"FileStateStorage": FileStateStorage(tmp / "files")}
     try:
-        from arknb.durable import SQLiteStateStorage
+        from arknb.durable import SQLiteStore
     except ImportError:
         pass
     else:
-        backends["SQLiteStateStorage"] = SQLiteStateStorage(tmp / "state.sqlite3")
+        backends["SQLiteStore"] = SQLiteStore(tmp / "state.sqlite3")
     return backends
 
 

@@ -23,9 +23,17 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
     "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval"},
     "eval": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
-    "durable": {"domain", "state"},
+    "durable": {"domain", "events", "state"},
     "scan_secrets": {"state"},
+    # Capabilities plug into the runtime through its public seam (arknb.runtime.extensions
+    # and the public names of arknb.runtime), never its underscore modules (DESIGN §14).
+    "planner": {"domain", "events", "hooks", "state", "tools", "runtime"},
+    "skills": {"domain", "events", "hooks", "state", "tools", "runtime"},
 }
+
+# The one runtime module that names the capability packages: it turns the constructor
+# keywords (plan_mode=, skills=, ...) into extensions, importing them inside functions.
+LAZY_CAPABILITY_IMPORTS: dict[str, set[str]] = {"runtime/_keywords.py": {"planner", "skills", "memory"}}
 
 
 def _part(path: pathlib.Path) -> str:
@@ -62,8 +70,34 @@ SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if _part(p) in ALLOWED)
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_module_imports_only_what_the_dependency_rule_allows(path: pathlib.Path) -> None:
     part = _part(path)
-    illegal = _arknb_imports(path) - ALLOWED[part] - {part}
+    lazy = LAZY_CAPABILITY_IMPORTS.get(str(path.relative_to(PACKAGE)), set())
+    illegal = _arknb_imports(path) - ALLOWED[part] - {part} - lazy
     assert not illegal, f"{path.relative_to(PACKAGE)} ({part}) imports {sorted(illegal)}; DESIGN §1 forbids it"
+
+
+def test_the_keyword_module_imports_capabilities_only_inside_functions() -> None:
+    for rel, names in LAZY_CAPABILITY_IMPORTS.items():
+        tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))
+        for node in tree.body:  # module level only
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                target = (node.module or "").split(".")[0]
+                assert target not in names, f"{rel} imports {target} at module level; import it lazily"
+
+
+CAPABILITIES = sorted(p for p in PACKAGE.rglob("*.py") if _part(p) in ("planner", "skills", "memory"))
+
+
+@pytest.mark.parametrize("path", CAPABILITIES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_capabilities_use_only_the_runtimes_public_seam(path: pathlib.Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            parts = node.module.split(".")
+            if "runtime" in parts:
+                below = parts[parts.index("runtime") + 1:]
+                assert not any(p.startswith("_") for p in below), (
+                    f"{path.relative_to(PACKAGE)} imports {node.module}: capabilities use the runtime's "
+                    "public seam (arknb.runtime.extensions), never its phases")
 
 
 def test_importing_the_runtime_does_not_import_the_widget_stack() -> None:

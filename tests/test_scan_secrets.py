@@ -89,7 +89,7 @@ async def test_saved_state_files(tmp_path):
 
 
 async def test_sqlite_stores_tables_rows_and_the_wal(tmp_path):
-    store = ark.SQLiteStateStorage(tmp_path / "clean.db")
+    store = ark.SQLiteStore(tmp_path / "clean.db")
     await store.save(ark.AgentState(session_id="s", history=(ark.AgentMessage.user("hello"),)))
     assert scan(tmp_path / "clean.db").findings == []
 

@@ -3,6 +3,7 @@
 from .cancellation import CancellationToken
 from .content import ContentKind, ContentPart
 from .errors import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability, invalid_argument
+from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .messages import AgentMessage, Role
 from .model import FinishReason, ModelConfig, ModelRequest, ModelResponse, Usage
 from .streaming import (
@@ -13,8 +14,8 @@ from .tools import ToolCall, ToolDefinition, ToolResult, ToolRisk
 
 __all__ = [
     "AgentMessage", "ArkError", "CancellationToken", "ContentKind", "ContentPart", "ErrorCode",
-    "ErrorInfo", "ErrorLayer", "FinishReason", "Retryability", "ModelComplete", "ModelConfig", "ModelRequest",
-    "ModelResponse", "ModelStart", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
+    "ErrorInfo", "ErrorLayer", "FinishReason", "FrozenDict", "FrozenList", "Retryability", "ModelComplete",
+    "ModelConfig", "ModelRequest", "ModelResponse", "ModelStart", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
     "StreamingEvent", "StreamingEventAdapter", "TextDelta", "ToolCall", "ToolCallDelta",
-    "ToolDefinition", "ToolResult", "ToolRisk", "Usage", "UsageUpdate", "invalid_argument",
+    "ToolDefinition", "ToolResult", "ToolRisk", "Usage", "UsageUpdate", "freeze", "invalid_argument", "thaw",
 ]

@@ -61,6 +61,7 @@ suite_invalid                       config       a suite file or case definition
 case_timeout                        runtime      an eval case ran longer than its time limit
 otel_unavailable                    config       ev.otel needs the optional extra arknb[otel]
 eval_file_not_found                 storage      a cassette, trace, report or suite file does not exist
+runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -158,6 +159,7 @@ class ErrorCode(StrEnum):
     CASE_TIMEOUT = "case_timeout"
     OTEL_UNAVAILABLE = "otel_unavailable"
     EVAL_FILE_NOT_FOUND = "eval_file_not_found"
+    RUNTIME_CLOSED = "runtime_closed"
 
 
 class ErrorInfo(BaseModel):

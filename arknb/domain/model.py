@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .frozen import DeepFrozenModel, FrozenJSON
 from .messages import AgentMessage
 from .tools import ToolDefinition
 
@@ -48,17 +49,23 @@ class Usage(BaseModel):
                      cached_tokens=self.cached_tokens + other.cached_tokens)
 
 
-class ModelConfig(BaseModel):
-    """Model name and sampling options. ``extensions`` holds provider-specific options
-    (e.g. Zhipu ``thinking``); a provider refuses one it does not consume."""
+_CONFIG_ORIGIN = ("ModelConfig.{} is read-only: build a changed config with "
+                  "config.model_copy(update={{'{}': ...}}) and return the request that carries it "
+                  "(ModelCallHookResult.proceed(request.model_copy(update={{'config': new_config}}))); "
+                  ".thaw() gives a mutable copy")
+_EXTENSIONS = FrozenJSON(_CONFIG_ORIGIN.format("extensions", "extensions"))
 
-    model_config = ConfigDict(frozen=True)
+
+class ModelConfig(DeepFrozenModel):
+    """Model name and sampling options. ``extensions`` holds provider-specific options
+    (e.g. Zhipu ``thinking``); a provider refuses one it does not consume. Its dicts
+    are read-only all the way down."""
 
     model: str = ""
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
-    tool_choice: str | dict[str, Any] | None = None
-    extensions: dict[str, Any] = Field(default_factory=dict)
+    tool_choice: Annotated[str | dict[str, Any] | None, FrozenJSON(_CONFIG_ORIGIN.format(*["tool_choice"] * 2))] = None
+    extensions: Annotated[dict[str, Any], _EXTENSIONS] = Field(default_factory=lambda: _EXTENSIONS.freeze({}))
 
 
 class ModelRequest(BaseModel):

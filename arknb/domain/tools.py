@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any, Iterable
+from typing import Annotated, Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .content import ContentPart
 from .errors import ArkError, ErrorCode, ErrorLayer, invalid_argument
+from .frozen import DeepFrozenModel, FrozenJSON, freeze
+from .json_decode import MAX_JSON_DEPTH, JSONTooDeepError, decode_json, json_depth_exceeds
 
 __all__ = ["ToolCall", "ToolDefinition", "ToolResult", "ToolRisk"]
 
@@ -41,10 +43,20 @@ class ToolCall(BaseModel):
 
     @property
     def arguments(self) -> dict[str, Any]:
-        """The parsed arguments; raises ``ArkError(tool_arguments_invalid)`` if they are not a JSON object."""
+        """The parsed arguments, read-only (a :class:`~arknb.domain.frozen.FrozenDict`;
+        rewrite a call with :meth:`with_arguments`).
+
+        Raises:
+            ArkError: ``tool_arguments_invalid`` if they are not a JSON object or are
+                nested more than ``MAX_JSON_DEPTH`` (200) levels deep.
+        """
         text = self.arguments_json.strip() or "{}"
         try:
-            value = json.loads(text)
+            value = decode_json(text)
+        except JSONTooDeepError:
+            raise ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_ARGUMENTS_INVALID,
+                           f"arguments of tool call {self.id!r} ({self.name}) are nested more than "
+                           f"{MAX_JSON_DEPTH} levels deep") from None
         except ValueError as exc:
             raise ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_ARGUMENTS_INVALID,
                            f"arguments of tool call {self.id!r} ({self.name}) are not valid JSON: {exc}") from None
@@ -52,13 +64,30 @@ class ToolCall(BaseModel):
             raise ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_ARGUMENTS_INVALID,
                            f"arguments of tool call {self.id!r} ({self.name}) must be a JSON object, "
                            f"got {type(value).__name__}")
-        return value
+        return freeze(value, _ARGUMENTS_ORIGIN)
 
     def with_arguments(self, arguments: dict[str, Any]) -> ToolCall:
-        """A copy with new arguments and the same id, name and index."""
+        """A copy with new arguments and the same id, name and index.
+
+        Raises:
+            ArkError: ``invalid_argument`` if ``arguments`` is not a dict, cannot be
+                written as JSON, or nests more than ``MAX_JSON_DEPTH`` levels deep.
+        """
         if not isinstance(arguments, dict):
             raise invalid_argument(f"with_arguments: arguments must be a dict, got {type(arguments).__name__}")
-        return self.model_copy(update={"arguments_json": json.dumps(arguments, ensure_ascii=False)})
+        if json_depth_exceeds(arguments):
+            raise invalid_argument(f"with_arguments: arguments nest more than {MAX_JSON_DEPTH} levels deep "
+                                   "(or contain themselves)")
+        try:
+            text = json.dumps(arguments, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise invalid_argument(f"with_arguments: arguments must be JSON values: {exc}") from None
+        return self.model_copy(update={"arguments_json": text})
+
+
+_ARGUMENTS_ORIGIN = ("ToolCall.arguments is read-only (parsed from arguments_json): rewrite the call with "
+                     "call.with_arguments({...}) and return ToolCallHookResult.proceed(new_call); "
+                     ".thaw() gives a mutable copy")
 
 
 class ToolResult(BaseModel):
@@ -112,12 +141,21 @@ class ToolResult(BaseModel):
         return cls(contents=tuple(parts), is_error=is_error)
 
 
-class ToolDefinition(BaseModel):
-    """What the model is told about a tool: name, description, JSON Schema, risk."""
+_PARAMETERS_ORIGIN = ("ToolDefinition.parameters (a tool's JSON Schema) is read-only: build a changed definition "
+                      "with definition.model_copy(update={'parameters': {...}}); .thaw() gives a mutable copy")
 
-    model_config = ConfigDict(frozen=True)
+
+class ToolDefinition(DeepFrozenModel):
+    """What the model is told about a tool: name, description, JSON Schema, risk.
+
+    ``parameters`` is read-only all the way down (hooks see the definitions the
+    runtime sends, not copies). ``read_only`` says the tool only looks (it changes
+    nothing outside the agent), so a plan under review does not hold it back (DESIGN §14).
+    """
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: Annotated[dict[str, Any], FrozenJSON(_PARAMETERS_ORIGIN)] = Field(
+        default_factory=lambda: freeze({"type": "object", "properties": {}}, _PARAMETERS_ORIGIN))
     risk: ToolRisk = ToolRisk.SAFE
+    read_only: bool = False

@@ -1,15 +1,28 @@
-"""The durable layer of seed 004: what must outlive the kernel, in one SQLite database.
+"""Durable invocation (seed 004, DESIGN §13): operations, the invocation bus, durable stores.
 
-Its first piece is :class:`SQLiteStateStorage`, a :class:`~arknb.state.StateStorage`
-that appends each save's new messages instead of rewriting the session. Operations and
-the invocation pipeline (seed 004) will add their tables to the same database file,
-as later steps of its versioned layout.
+With a durable store every model call and tool call is an :class:`Operation`
+committed phase by phase, so a kernel that dies at any moment resumes without
+re-running a tool that finished, and calls whose fate is unknown go to a person.
 
-It plugs into the runtime through the storage seam only: it imports ``domain`` and
-``state``, never the runtime (DESIGN §1).
+It plugs into the runtime through its storage seam: it imports ``domain``, ``events``
+and ``state``, never the runtime (DESIGN §1).
 """
 
-# state store
-from .sqlite_store import SQLiteStateStorage
+# operations
+from .operation import Attempt, HookRecord, Operation, OperationPhase, OperationStatus
 
-__all__ = ["SQLiteStateStorage"]
+# the invocation bus
+from .bus import InvocationBus
+from .requests import EventRequest, EventResponse, Interception, Interceptor, PendingOperationRef
+
+# stores
+from .memory_store import MemoryStore
+from .postgres_store import PostgresStore
+from .sqlite_store import SQLiteStore
+from .store import DEFAULT_LEASE_TTL, Commit, Lease, OperationStore
+
+__all__ = [
+    "Attempt", "Commit", "DEFAULT_LEASE_TTL", "EventRequest", "EventResponse", "HookRecord", "Interception",
+    "Interceptor", "InvocationBus", "Lease", "MemoryStore", "Operation", "OperationPhase", "OperationStatus",
+    "OperationStore", "PendingOperationRef", "PostgresStore", "SQLiteStore",
+]

@@ -3,9 +3,9 @@
 Every durable table of arknb lives in one SQLite file. The ``store_meta`` table holds
 the layout version (key ``layout_version``). :data:`LAYOUT_STEPS` lists, per version,
 the statements that lift a database from the version before: a new file runs them
-all, an older file runs only the missing ones (seed 004's operation tables arrive as
-a later step), and a file from a newer arknb is refused before anything is written
-to it.
+all, an older file runs only the missing ones (seed 004's operation tables arrived as
+step 2), and a file from a newer arknb is refused (``store_version_unsupported``)
+before anything is written to it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 
-__all__ = ["LAYOUT_STEPS", "LAYOUT_VERSION", "is_damaged", "open_database", "transaction"]
+__all__ = ["LAYOUT_STEPS", "LAYOUT_VERSION", "is_damaged", "open_database", "set_synchronous", "transaction"]
 
 LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
     # 1: the state store (sqlite_store.py): a session row holds the state without its
@@ -52,6 +52,51 @@ LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (session_id, idx)
         ) WITHOUT ROWID""",
     ),
+    # 2: durable invocation (seed 004): the session row carries the state's revision
+    # (saves are a compare-and-swap on it) instead of a writer token; operations, the
+    # outbox and leases arrive.
+    (
+        """CREATE TABLE sessions_v2 (
+            session_id    TEXT PRIMARY KEY,
+            header        TEXT,              -- the state's JSON without "history" and "usages";
+                                             -- NULL: only marked not resumable, never saved
+            history_len   INTEGER NOT NULL,  -- rows in messages
+            usages_len    INTEGER NOT NULL,  -- rows in usages
+            not_resumable INTEGER NOT NULL DEFAULT 0,
+            revision      INTEGER NOT NULL DEFAULT 0,  -- bumped by every save
+            updated_at    REAL NOT NULL
+        ) WITHOUT ROWID""",
+        """INSERT INTO sessions_v2 SELECT session_id, header, history_len, usages_len, not_resumable,
+               CASE WHEN header IS NULL THEN 0 ELSE 1 END, updated_at FROM sessions""",
+        "DROP TABLE sessions",
+        "ALTER TABLE sessions_v2 RENAME TO sessions",
+        """CREATE TABLE operations (
+            operation_id TEXT PRIMARY KEY,
+            session_id   TEXT NOT NULL,
+            run_id       TEXT NOT NULL,
+            purpose_key  TEXT NOT NULL,
+            ordinal      INTEGER NOT NULL,   -- the order the session's operations began
+            phase        TEXT NOT NULL,
+            status       TEXT,
+            body         TEXT NOT NULL,      -- the whole Operation as JSON
+            updated_at   REAL NOT NULL
+        ) WITHOUT ROWID""",
+        "CREATE UNIQUE INDEX operations_purpose ON operations (session_id, purpose_key)",
+        "CREATE INDEX operations_order ON operations (session_id, ordinal)",
+        """CREATE TABLE outbox (
+            session_id TEXT NOT NULL,
+            sequence   INTEGER NOT NULL,
+            event_type TEXT NOT NULL,
+            body       TEXT NOT NULL,        -- one AgentEvent as JSON
+            PRIMARY KEY (session_id, sequence)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE leases (
+            session_id TEXT PRIMARY KEY,
+            owner      TEXT,                 -- host:pid:start:token; NULL once released
+            generation INTEGER NOT NULL,     -- bumped by every change of owner
+            expires_at REAL NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 """``LAYOUT_STEPS[n]`` lifts a database from layout version ``n`` to ``n + 1``."""
 
@@ -71,7 +116,7 @@ def open_database(path: Path) -> sqlite3.Connection:
 
     Raises:
         ArkError: ``state_corrupt`` if the file is not an arknb database (not SQLite,
-            damaged, or another application's tables); ``state_version_unsupported``
+            damaged, or another application's tables); ``store_version_unsupported``
             if its layout is newer than :data:`LAYOUT_VERSION`. Either way the file is
             left as it was.
         sqlite3.Error: anything else SQLite refuses (permissions, I/O, locks).
@@ -121,6 +166,13 @@ def transaction(conn: sqlite3.Connection, *, write: bool) -> Iterator[None]:
         raise
 
 
+def set_synchronous(conn: sqlite3.Connection, full: bool) -> None:
+    """``synchronous=FULL`` (every commit waits for the disk) or ``NORMAL`` (in WAL mode a
+    commit reaches the operating system, so it survives the process being killed, but
+    not a power cut, until the next FULL commit syncs the log)."""
+    conn.execute("PRAGMA synchronous = FULL" if full else "PRAGMA synchronous = NORMAL")
+
+
 def is_damaged(exc: sqlite3.Error) -> bool:
     """True if SQLite says the file is not a database or is damaged (retrying cannot help)."""
     code = getattr(exc, "sqlite_errorcode", None)
@@ -144,7 +196,7 @@ def _layout_version(conn: sqlite3.Connection, path: Path) -> int:
     if version is None or version < 1:
         raise _not_ours(path, f"its store_meta has no valid layout_version ({row!r})")
     if version > LAYOUT_VERSION:
-        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_VERSION_UNSUPPORTED,
+        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STORE_VERSION_UNSUPPORTED,
                        f"the database {path} has layout version {version}, but this arknb reads "
                        f"versions up to {LAYOUT_VERSION}; upgrade arknb to open it (the file was "
                        "left untouched)")

@@ -77,6 +77,13 @@ def _observe(client: Any, observer: Any) -> Any:
     return observe(observer) if callable(observe) else (lambda: None)
 
 
+async def _resolve(client: Any) -> None:
+    """``await client.resolve_secrets()`` if it has one."""
+    resolve = getattr(client, "resolve_secrets", None)
+    if callable(resolve):
+        await resolve()
+
+
 class _Tape:
     """A cassette's records as a tree of conversations and the position reached in it."""
 
@@ -329,6 +336,10 @@ class Recorder:
         the runtime's redactor before its request is sent (DESIGN §9)."""
         return _observe(self.client, observer)
 
+    async def resolve_secrets(self) -> None:
+        """Forwarded to the client (see :meth:`LLMClient <arknb.providers.base.LLMClient>`)."""
+        await _resolve(self.client)
+
     def _redact(self, line: str) -> str:
         for secret in self.secret_values():
             value = secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
@@ -458,6 +469,10 @@ class ForkedModel:
     def observe_secrets(self, observer: Any) -> Any:
         """Forwarded to the live model (see :meth:`Recorder.observe_secrets`)."""
         return _observe(self.then, observer)
+
+    async def resolve_secrets(self) -> None:
+        """Forwarded to the live model (see :meth:`Recorder.resolve_secrets`)."""
+        await _resolve(self.then)
 
     async def stream(self, request: ModelRequest, *,
                      cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:

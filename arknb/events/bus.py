@@ -1,18 +1,29 @@
 """EventBus: one-to-many notification and one-to-one requests (seed 000 §7).
 
 Listeners only observe: an exception in one is swallowed and counted, never reaching
-the publisher or the other listeners. Hooks, not listeners, change a run.
+the publisher or the other listeners, and the payload they get is read-only all the
+way down, so none can change what the others see (DESIGN §4). Hooks, not listeners,
+change a run.
+
+A listener can never slow the run down (DESIGN §13): a sync listener is called in line
+(it must be quick: the widgets' and the outbox's listeners are), an async one runs as a
+task with a bounded number of deliveries in flight (``max_pending``) and a time limit
+per callback (``callback_timeout``). What a slow or stuck async listener cannot take is
+dropped and counted (:attr:`EventBus.dropped`, and a ``bus.dropped`` event through
+:attr:`EventBus.on_dropped`); the outbox of a durable session still has every event.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 from typing import Any, Awaitable, Callable
 
 from ..domain import ArkError, ErrorCode, ErrorLayer
-from .envelope import AgentEvent
+from ..domain.frozen import FrozenDict
+from .envelope import AgentEvent, freeze_payload
 
 __all__ = ["EventBus", "Listener", "RequestHandler"]
 
@@ -20,6 +31,12 @@ Listener = Callable[[AgentEvent], Any]
 RequestHandler = Callable[[AgentEvent], Awaitable[Any] | Any]
 
 _log = logging.getLogger("arknb.events")
+
+DEFAULT_MAX_PENDING = 1000
+"""Deliveries one async listener may have in flight before the next ones are dropped."""
+DEFAULT_CALLBACK_TIMEOUT = 30.0
+"""Seconds one async listener may take for one event."""
+_DROPPED_EVENT = "bus.dropped"
 _MISSING = object()
 
 
@@ -35,13 +52,32 @@ class EventBus:
         1
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_pending: int = DEFAULT_MAX_PENDING,
+                 callback_timeout: float = DEFAULT_CALLBACK_TIMEOUT) -> None:
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"max_pending must be an int >= 1, got {max_pending!r}")
+        if not isinstance(callback_timeout, (int, float)) or not callback_timeout > 0:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"callback_timeout must be a positive number of seconds, got {callback_timeout!r}")
         self._by_type: dict[str, tuple[Listener, ...]] = {}
         self._handlers: dict[str, RequestHandler] = {}
         self._closed = False
         self._pending: set[asyncio.Task] = set()
+        self.max_pending = max_pending
+        """Deliveries an async listener may have in flight; more are dropped."""
+        self.callback_timeout = float(callback_timeout)
+        """Seconds an async listener may take per event before its delivery is dropped."""
         self.listener_errors = 0
         """How many listener calls raised (they are isolated, never re-raised)."""
+        self.dropped = 0
+        """Deliveries dropped because an async listener was too slow (full, or over its time limit)."""
+        self.dropped_by: dict[str, int] = {}
+        """The same, per listener (its qualified name)."""
+        self.on_dropped: Callable[[str, int], None] | None = None
+        """Called (soon after, never inside ``publish``) with a listener's name and how many
+        of its deliveries were dropped since the last call; the runtime publishes ``bus.dropped``."""
+        self._drops_to_report: dict[str, int] = {}
 
     @property
     def closed(self) -> bool:
@@ -89,10 +125,15 @@ class EventBus:
     def publish(self, event: AgentEvent) -> None:
         """Deliver ``event`` to its listeners, in subscription order, each isolated.
 
-        Async listeners are scheduled as tasks on the running loop, never awaited here.
+        Every listener gets the same event with a read-only payload: an event whose
+        payload is not frozen yet (built with ``new_event`` from a plain dict) is
+        delivered as a copy with its payload frozen. Async listeners are scheduled as
+        tasks on the running loop, never awaited here.
         """
         if self._closed:
             return
+        if not isinstance(event.payload, FrozenDict) and dataclasses.is_dataclass(event):
+            event = dataclasses.replace(event, payload=freeze_payload(event.payload))
         by_type = self._by_type
         specific = by_type.get(event.type)
         entries = by_type.get("*", ()) if specific is None else specific + by_type.get("*", ())
@@ -103,17 +144,62 @@ class EventBus:
                 self._listener_failed(event)
                 continue
             if outcome is not None:
-                self._schedule(outcome, event)
+                self._schedule(outcome, event, entry)
 
-    def _schedule(self, outcome: Any, event: AgentEvent) -> None:
-        """Run what an async listener returned as a task (never awaited by the publisher)."""
+    def _schedule(self, outcome: Any, event: AgentEvent, entry: _Entry) -> None:
+        """Run what an async listener returned as a task (never awaited by the publisher),
+        unless that listener already has ``max_pending`` deliveries in flight."""
+        if not inspect.isawaitable(outcome):
+            return
+        if entry.inflight >= self.max_pending:
+            if inspect.iscoroutine(outcome):
+                outcome.close()  # never started: nothing to clean up
+            self._drop(entry, report=event.type != _DROPPED_EVENT)  # never a report about a report
+            return
         try:
-            if inspect.isawaitable(outcome):
-                task = asyncio.ensure_future(outcome)
-                self._pending.add(task)
-                task.add_done_callback(self._async_done)
+            task = asyncio.ensure_future(self._deliver(outcome, entry))
         except Exception:  # e.g. no running loop
+            if inspect.iscoroutine(outcome):
+                outcome.close()
             self._listener_failed(event)
+            return
+        entry.inflight += 1
+        self._pending.add(task)
+        task.add_done_callback(self._async_done)
+
+    async def _deliver(self, outcome: Any, entry: _Entry) -> None:
+        try:
+            async with asyncio.timeout(self.callback_timeout):
+                await outcome
+        except TimeoutError:
+            self._drop(entry)
+        finally:
+            entry.inflight -= 1
+
+    def _drop(self, entry: _Entry, *, report: bool = True) -> None:
+        self.dropped += 1
+        name = entry.name
+        self.dropped_by[name] = self.dropped_by.get(name, 0) + 1
+        if self.on_dropped is None or not report:
+            return
+        first = not self._drops_to_report
+        self._drops_to_report[name] = self._drops_to_report.get(name, 0) + 1
+        if first:  # one report per burst, after the publisher is done
+            try:
+                asyncio.get_running_loop().call_soon(self._report_drops)
+            except RuntimeError:
+                self._drops_to_report.clear()
+
+    def _report_drops(self) -> None:
+        drops, self._drops_to_report = self._drops_to_report, {}
+        report = self.on_dropped
+        if report is None or self._closed:
+            return
+        for name, count in drops.items():
+            try:
+                report(name, count)
+            except Exception:  # a report must not fail the loop
+                _log.debug("bus.dropped report failed", exc_info=True)
 
     def _listener_failed(self, event: AgentEvent) -> None:
         self.listener_errors += 1
@@ -172,10 +258,16 @@ class EventBus:
 
 
 class _Entry:
-    __slots__ = ("listener",)
+    __slots__ = ("listener", "inflight")
 
     def __init__(self, listener: Listener) -> None:
         self.listener = listener
+        self.inflight = 0  # async deliveries running
+
+    @property
+    def name(self) -> str:
+        listener = self.listener
+        return getattr(listener, "__qualname__", None) or type(listener).__qualname__
 
 
 def _check_registration(event_type: object, fn: object, role: str) -> None:

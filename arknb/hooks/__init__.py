@@ -2,7 +2,7 @@
 
 from .contexts import (
     AfterRunHookContext, BeforeRunHookContext, HookContext, ModelCallHookContext,
-    ModelChunkHookContext, ModelResponseHookContext, StatePersistenceHookContext,
+    ModelChunkHookContext, ModelResponseHookContext, ReadOnlyContextError, StatePersistenceHookContext,
     ToolCallHookContext, ToolResultHookContext, TurnCompletionHookContext,
 )
 from .pipeline import HookPipeline
@@ -20,7 +20,7 @@ __all__ = [
     "HookContext", "HookEntry", "HookPipeline", "HookRegistry", "HookSlot", "ModelCallAction",
     "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction", "ModelChunkHookContext",
     "ModelChunkHookResult", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult",
-    "PersistAction", "StatePersistenceHookContext", "StatePersistenceHookResult", "ToolCallAction",
+    "PersistAction", "ReadOnlyContextError", "StatePersistenceHookContext", "StatePersistenceHookResult", "ToolCallAction",
     "ToolCallHookContext", "ToolCallHookResult", "ToolResultAction", "ToolResultHookContext",
     "ToolResultHookResult", "TurnCompletionAction", "TurnCompletionHookContext", "TurnCompletionHookResult",
 ]

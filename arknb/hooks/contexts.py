@@ -2,15 +2,20 @@
 
 A context never holds a live runtime object. ``state`` is the runtime's current
 immutable ``AgentState`` value (tuples of frozen messages), shared rather than
-deep-copied, so building a context per streamed chunk costs almost nothing. A hook
-that wants to change something returns a result; to pass a modified context on,
+deep-copied, so building a context per streamed chunk costs almost nothing. That is
+safe because every value in a context is read-only all the way down: the messages and
+calls are frozen models, and their dicts and lists (``state.metadata``,
+``state.extensions``, ``request.config.extensions``, ``available_tools[i].parameters``,
+``call.arguments``) are frozen containers (:mod:`arknb.domain.frozen`) built once where
+the value is made. A write anywhere raises ``TypeError`` naming what is read-only. A
+hook that wants to change something returns a result; to pass a modified context on,
 use :meth:`copy_with`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
 from ..domain import AgentMessage, ErrorInfo, ModelRequest, ModelResponse, ToolCall, ToolDefinition, ToolResult
@@ -18,9 +23,18 @@ from ..domain.trusted import trusted_builder
 
 __all__ = [
     "AfterRunHookContext", "BeforeRunHookContext", "HookContext", "ModelCallHookContext",
-    "ModelChunkHookContext", "ModelResponseHookContext", "StatePersistenceHookContext",
-    "ToolCallHookContext", "ToolResultHookContext", "TurnCompletionHookContext",
+    "ModelChunkHookContext", "ModelResponseHookContext", "ReadOnlyContextError",
+    "StatePersistenceHookContext", "ToolCallHookContext", "ToolResultHookContext",
+    "TurnCompletionHookContext",
 ]
+
+
+class ReadOnlyContextError(FrozenInstanceError, TypeError):
+    """Raised when a hook assigns to (or deletes) a field of its context.
+
+    A ``TypeError`` like every refused write to a read-only value, and still the
+    ``dataclasses.FrozenInstanceError`` a frozen dataclass raises.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +46,11 @@ class HookContext:
     state: Any
 
     def copy_with(self, **changes: Any):
-        """A copy with some fields replaced (the original is unchanged)."""
+        """A copy with some fields replaced (the original is unchanged). A list given for
+        a sequence field is stored as a tuple, so the copy is read-only too."""
+        for name, value in changes.items():
+            if type(value) is list:
+                changes[name] = tuple(value)
         return dataclasses.replace(self, **changes)
 
 
@@ -119,3 +137,29 @@ class AfterRunHookContext(HookContext):
     """After the run reached its end (exactly once per run)."""
 
     result: Any = None
+
+
+_OBSERVED = ("HookContext", "AfterRunHookContext")  # contexts of observers, which return None
+
+
+def _refuse_write(self: HookContext, name: str, value: Any = None) -> None:
+    cls = type(self).__name__
+    way = ("" if cls in _OBSERVED else
+           f"Return a result to change the run (a {cls.replace('Context', 'Result')} factory), or use ")
+    raise ReadOnlyContextError(f"{cls}.{name} is read-only: a hook context is a frozen snapshot. "
+                               f"{way or 'Use '}ctx.copy_with({name}=...) for a changed copy")
+
+
+def _refuse_delete(self: HookContext, name: str) -> None:
+    _refuse_write(self, name)
+
+
+for _cls in (HookContext, BeforeRunHookContext, ModelCallHookContext, ModelChunkHookContext,
+             ModelResponseHookContext, ToolCallHookContext, ToolResultHookContext, TurnCompletionHookContext,
+             StatePersistenceHookContext, AfterRunHookContext):
+    # Replaces the frozen dataclass's own refusal (a bare FrozenInstanceError) with one that
+    # names the field and the way forward; construction uses object.__setattr__ and the
+    # trusted builder the slot descriptors, so neither is affected.
+    _cls.__setattr__ = _refuse_write  # type: ignore[method-assign, assignment]
+    _cls.__delattr__ = _refuse_delete  # type: ignore[method-assign, assignment]
+del _cls

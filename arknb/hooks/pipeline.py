@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from ..domain import ArkError, ErrorCode, ErrorLayer
 from ..events import EventTypes
+from ..events.envelope import frozen_dump
 from .contexts import (
     AfterRunHookContext, BeforeRunHookContext, ModelCallHookContext, ModelChunkHookContext,
     ModelResponseHookContext, StatePersistenceHookContext, ToolCallHookContext,
@@ -62,9 +63,10 @@ class _Started:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-ready form of a hook value, for ``hook.decision`` payloads."""
+    """A JSON-ready form of a hook value, for event payloads (read-only: a model's dump
+    is frozen, and kept for the next event that shows the same value)."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_defaults=True)
+        return frozen_dump(value)
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
@@ -77,13 +79,33 @@ def jsonable(value: Any) -> Any:
 class HookPipeline:
     """Executes registered hooks for each slot. Built by the runtime around its registry."""
 
-    def __init__(self, registry: HookRegistry, emit: Emit | None = None) -> None:
+    def __init__(self, registry: HookRegistry, emit: Emit | None = None, tail: HookRegistry | None = None) -> None:
         self.registry = registry
+        self.tail = tail
+        """Hooks that run after the registry's own in every slot (the runtime's extensions)."""
         self._emit = emit or (lambda _type, _payload: None)
+        self._joined: dict[HookSlot, tuple[tuple, tuple, tuple]] = {}
 
     def has(self, slot: HookSlot) -> bool:
         """True if any hook acts in ``slot`` (lets the runtime skip building contexts)."""
-        return bool(self.registry.for_slot(slot))
+        return bool(self._for_slot(slot))
+
+    def _for_slot(self, slot: HookSlot) -> tuple[HookEntry, ...]:
+        own = self.registry.for_slot(slot)
+        tail = self.tail
+        if tail is None:
+            return own
+        extra = tail.for_slot(slot)
+        if not extra:
+            return own
+        if not own:
+            return extra
+        # Both registries hand out the same tuple until they change: join once per change.
+        joined = self._joined.get(slot)
+        if joined is None or joined[0] is not own or joined[1] is not extra:
+            joined = (own, extra, own + extra)
+            self._joined[slot] = joined
+        return joined[2]
 
     # -- one hook call, isolated ----------------------------------------------------
 
@@ -100,7 +122,7 @@ class HookPipeline:
         try:
             result = direct(ctx)
         except Exception as exc:  # fail-open by default: seed 004 §6
-            return self._failure(entry, slot, "exception", f"{type(exc).__name__}: {exc}")
+            return self._failure(entry, slot, "exception", f"{type(exc).__name__}: {exc}", exc)
         if result is None:
             return None
         if inspect.isawaitable(result):
@@ -130,7 +152,7 @@ class HookPipeline:
         except TimeoutError:
             return self._failure(entry, slot, "timeout", f"did not finish within {entry.timeout:g} s")
         except Exception as exc:  # fail-open by default: seed 004 §6
-            return self._failure(entry, slot, "exception", f"{type(exc).__name__}: {exc}")
+            return self._failure(entry, slot, "exception", f"{type(exc).__name__}: {exc}", exc)
         return self._checked(entry, slot, result)
 
     def _checked(self, entry: HookEntry, slot: HookSlot, result: Any) -> Any:
@@ -140,7 +162,14 @@ class HookPipeline:
         return self._failure(entry, slot, "invalid_result",
                              f"returned {type(result).__name__}; expected {expected.__name__} or None")
 
-    def _failure(self, entry: HookEntry, slot: HookSlot, kind: str, message: str) -> Any:
+    def _failure(self, entry: HookEntry, slot: HookSlot, kind: str, message: str,
+                 exc: BaseException | None = None) -> Any:
+        if entry.propagate and SLOT_RESULT_TYPES[slot] is not None:
+            # An extension's hook is configuration: its failure fails the run (DESIGN §14).
+            if isinstance(exc, ArkError):
+                raise exc
+            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.INTERNAL_ERROR,
+                           f"extension hook {entry.name!r} failed in {slot.value} ({kind}: {message})")
         self._emit(EventTypes.HOOK_DIAGNOSTIC, lambda: {
             "slot": slot.value, "hook": entry.name, "kind": kind, "message": message,
             "fail_closed": entry.fail_closed})
@@ -162,7 +191,7 @@ class HookPipeline:
         """Rewrite or abort the run's input."""
         value = ctx.input
         current = ctx
-        for entry in self.registry.for_slot(HookSlot.BEFORE_RUN):
+        for entry in self._for_slot(HookSlot.BEFORE_RUN):
             result = await self._call(entry, HookSlot.BEFORE_RUN, current)
             if result is None or result is _FAILED:
                 continue
@@ -179,7 +208,7 @@ class HookPipeline:
         """Rewrite the request, answer without the model (``respond``) or abort."""
         request = ctx.request
         current = ctx
-        for entry in self.registry.for_slot(HookSlot.BEFORE_MODEL_CALL):
+        for entry in self._for_slot(HookSlot.BEFORE_MODEL_CALL):
             result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, current)
             if result is None or result is _FAILED:
                 continue
@@ -207,7 +236,7 @@ class HookPipeline:
         ``None`` when every hook let the chunk through unchanged, so no result is built."""
         text, reasoning = ctx.text, ctx.reasoning
         current = ctx  # copied only when a hook rewrites
-        for entry in self.registry.for_slot(HookSlot.ON_MODEL_CHUNK):
+        for entry in self._for_slot(HookSlot.ON_MODEL_CHUNK):
             result = self._call_direct(entry, HookSlot.ON_MODEL_CHUNK, current)
             if result is _ASYNC or result.__class__ is _Started:
                 result = await self._call(entry, HookSlot.ON_MODEL_CHUNK, current, result)
@@ -241,7 +270,7 @@ class HookPipeline:
         """Rewrite the response, ask for a retry, or abort."""
         response = ctx.response
         current = ctx
-        for entry in self.registry.for_slot(HookSlot.AFTER_MODEL_CALL):
+        for entry in self._for_slot(HookSlot.AFTER_MODEL_CALL):
             result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, current)
             if result is None or result is _FAILED:
                 continue
@@ -261,7 +290,7 @@ class HookPipeline:
         call = ctx.call
         original_id = call.id
         current = ctx
-        for entry in self.registry.for_slot(HookSlot.BEFORE_TOOL_CALL):
+        for entry in self._for_slot(HookSlot.BEFORE_TOOL_CALL):
             result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, current)
             if result is None or result is _FAILED:
                 continue
@@ -287,7 +316,7 @@ class HookPipeline:
         tool_result = ctx.result
         injected: list = []
         current = ctx
-        for entry in self.registry.for_slot(HookSlot.AFTER_TOOL_CALL):
+        for entry in self._for_slot(HookSlot.AFTER_TOOL_CALL):
             result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, current)
             if result is None or result is _FAILED:
                 continue
@@ -314,7 +343,7 @@ class HookPipeline:
 
     async def on_turn_completion(self, ctx: TurnCompletionHookContext) -> TurnCompletionHookResult:
         """Accept the turn, ask for another one, or abort."""
-        for entry in self.registry.for_slot(HookSlot.ON_TURN_COMPLETION):
+        for entry in self._for_slot(HookSlot.ON_TURN_COMPLETION):
             result = await self._call(entry, HookSlot.ON_TURN_COMPLETION, ctx)
             if result is None or result is _FAILED or result.action is TurnCompletionAction.ACCEPT:
                 continue
@@ -325,7 +354,7 @@ class HookPipeline:
 
     async def before_persist_state(self, ctx: StatePersistenceHookContext) -> StatePersistenceHookResult:
         """Proceed, skip (only when not mandatory) or abort a save."""
-        for entry in self.registry.for_slot(HookSlot.BEFORE_PERSIST_STATE):
+        for entry in self._for_slot(HookSlot.BEFORE_PERSIST_STATE):
             result = await self._call(entry, HookSlot.BEFORE_PERSIST_STATE, ctx)
             if result is None or result is _FAILED or result.action is PersistAction.PROCEED:
                 continue
@@ -343,13 +372,13 @@ class HookPipeline:
 
     async def after_persist_state(self, ctx: StatePersistenceHookContext) -> None:
         """Tell observers a save happened; their failures become diagnostics."""
-        for entry in self.registry.for_slot(HookSlot.AFTER_PERSIST_STATE):
+        for entry in self._for_slot(HookSlot.AFTER_PERSIST_STATE):
             await self._call(entry, HookSlot.AFTER_PERSIST_STATE, ctx)
 
     async def after_run(self, ctx: AfterRunHookContext) -> list[str]:
         """Tell observers the run ended; returns the names of hooks that failed (each also published)."""
         diagnostics: list[str] = []
-        for entry in self.registry.for_slot(HookSlot.AFTER_RUN):
+        for entry in self._for_slot(HookSlot.AFTER_RUN):
             if await self._call(entry, HookSlot.AFTER_RUN, ctx) is _FAILED:
                 diagnostics.append(entry.name)
         return diagnostics

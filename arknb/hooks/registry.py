@@ -44,6 +44,9 @@ class HookEntry:
     seq: int = field(default=0, repr=False)
     direct: dict[HookSlot, SlotCallable] = field(default_factory=dict, repr=False)
     """Sync functions without a timeout, called without a coroutine wrapper (hot path)."""
+    propagate: bool = False
+    """A runtime extension's hook: its failure in a decision slot fails the run instead of
+    being skipped (DESIGN §14); user hooks stay fail-open unless ``fail_closed``."""
 
     @property
     def slot_names(self) -> tuple[str, ...]:

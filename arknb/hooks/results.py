@@ -188,6 +188,11 @@ class ToolCallHookResult(_Result):
 
     call: ToolCall | None = None
     synthetic_result: ToolResult | None = None
+    kind: str | None = None
+    """For ``defer``: the kind of pending item (an approval kind a runtime extension
+    installed, e.g. ``"plan"``); None is a plain tool approval."""
+    detail: dict[str, Any] | None = None
+    """For ``defer``: JSON-ready data the item carries for its kind (saved with the batch)."""
 
     @classmethod
     def proceed(cls, call: ToolCall | None = None) -> ToolCallHookResult:
@@ -198,8 +203,11 @@ class ToolCallHookResult(_Result):
         return cls(ToolCallAction.DENY, synthetic_result=synthetic_result, reason=reason, _token=_FACTORY)
 
     @classmethod
-    def defer(cls, reason: str | None = None) -> ToolCallHookResult:
-        return cls(ToolCallAction.DEFER, reason=reason, _token=_FACTORY)
+    def defer(cls, reason: str | None = None, *, kind: str | None = None,
+              detail: dict[str, Any] | None = None) -> ToolCallHookResult:
+        """Ask a person. ``kind`` and ``detail`` let a runtime extension pause with an item of
+        its own kind (DESIGN §14); a plain hook leaves them out."""
+        return cls(ToolCallAction.DEFER, reason=reason, kind=kind, detail=detail, _token=_FACTORY)
 
     @classmethod
     def abort(cls, reason: str | None = None, error: ArkError | None = None) -> ToolCallHookResult:
@@ -291,6 +299,7 @@ _FIELD_TYPES: dict[str, Any] = {
     "reason": str, "error": ArkError, "hook": str, "input": (AgentMessage,), "request": ModelRequest,
     "response": ModelResponse, "text": str, "reasoning": str, "call": ToolCall, "synthetic_result": ToolResult,
     "result": ToolResult, "injected_messages": (AgentMessage,), "messages": (AgentMessage,),
+    "kind": str, "detail": dict,
 }
 
 

@@ -23,8 +23,11 @@ class LLMClient(Protocol):
     them (DESIGN §9). ``secret_values() -> Iterable[str | SecretStr]`` lists the keys
     known up front; ``observe_secrets(observer) -> stop`` calls ``observer(SecretStr)``
     for every key known now and for each new one it resolves, before the request that
-    uses it is sent (``OpenAICompatibleClient`` has both). A wrapper client (a recorder,
-    a router) should forward them. Clients without them keep working.
+    uses it is sent; ``async resolve_secrets()`` resolves a key that was not resolved yet
+    (the runtime calls it as each run starts, so a run continued after a restore, whose
+    tools run before its first request, knows the key too). ``OpenAICompatibleClient``
+    has all three. A wrapper client (a recorder, a router) should forward them. Clients
+    without them keep working.
     """
 
     def stream(self, request: ModelRequest, *,

@@ -9,32 +9,39 @@ saved before it is acknowledged, published or acted on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability, ToolResult
+from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability
 from ..events import EventTypes
 from ..state import (
-    RESOLVED_APPROVALS_KEPT, ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch,
-    PendingApprovalItem, ResolvedApproval,
+    RESOLVED_APPROVALS_KEPT, ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem,
+    ResolvedApproval,
 )
-from ._persistence import persist, persist_terminal, save_error
+from .extensions import ApprovalKind, Resolution
+from .loop_detector import tool_signature
+from .result import StopReason
+from ._persistence import not_ours, persist, persist_terminal, save_error
 from ._tool_batch import BatchPlan
 
 if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval", "resolved_calls"]
+__all__ = ["LoopKind", "apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval"]
 
 
-def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message,
-                kind: str = "tool") -> PendingApprovalBatch:
-    """The pending batch for a plan with deferred calls (pure data: no callbacks, no secrets)."""
+def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message) -> PendingApprovalBatch:
+    """The pending batch for a plan with deferred calls (pure data: no callbacks, no secrets).
+
+    Each item keeps the kind it was deferred with; the batch takes the first kind that is
+    not a plain tool approval (a plan review, a detected loop, ...), else ``"tool"``.
+    """
     now = rt._clock()
     items = tuple(
-        PendingApprovalItem(approval_id=rt._new_id("approval"), tool_call=call, risk_level=risk, reason=reason,
-                            created_at=now)
-        for call, reason, risk in plan.deferred)
+        PendingApprovalItem(approval_id=rt._new_id("approval"), tool_call=d.call, risk_level=d.risk,
+                            reason=d.reason, created_at=now, kind=d.kind, detail=dict(d.detail or {}))
+        for d in plan.deferred)
+    kind = next((item.kind for item in items if item.kind != "tool"), "tool")
     return PendingApprovalBatch(batch_id=plan.batch_id, run_id=ctx.run_id, items=items, model_message=model_message,
                                 created_at=now, allowed_calls=tuple(plan.allowed), denied_calls=tuple(plan.denied),
                                 kind=kind)
@@ -56,6 +63,8 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
     # Whole items (defaults included): a listener reads item["decision"] like the saved batch.
     rt._emit(EventTypes.APPROVAL_REQUIRED, lambda: {
         "batch_id": batch.batch_id, "items": _items(batch), "kind": batch.kind})
+    # Each kind publishes its own events, also only after the save (e.g. plan.review_required).
+    rt._extensions.announce(rt, batch)
     rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": reason, "batch_id": batch.batch_id, "error": waiting.to_dict()})
     return None
 
@@ -93,6 +102,9 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
     item = batch.find(approval_id) if batch is not None else None
     if item is None:
         return _not_pending(rt, approval_id, batch_id)
+    refusal = rt._extensions.kind(batch.kind).refuse_decision(item)
+    if refusal is not None:  # a kind decided its own way (an in-doubt call: rerun / mark_done / mark_failed)
+        return ApprovalDecisionResult.failure(approval_id, refusal)
     if state.not_resumable:
         # Deciding the last item would continue the run: a session marked not resumable
         # must never be continued, whatever its saved batch says (seed 000 §9.3).
@@ -115,19 +127,29 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
     saved = await persist(rt, None, "approval_resolved" if all_decided else "approval_decision", mandatory=True,
                           candidate=candidate, run_id=batch.run_id)
     if not saved.ok:
-        error = save_error(saved.error)
-        return ApprovalDecisionResult.failure(approval_id, ArkError(
-            error.layer, error.code, f"the decision on approval {approval_id!r} was not recorded, so it was not "
-            f"applied and the call still waits: {error.message}", error.retryability))
+        return ApprovalDecisionResult.failure(approval_id, _not_saved(approval_id, save_error(saved.error)))
     rt._emit(EventTypes.APPROVAL_DECIDED, {
         "batch_id": batch.batch_id, "approval_id": approval_id, "decision": decision.value,
-        "deny_reason": deny_reason, "all_decided": all_decided}, run_id=batch.run_id)
+        "deny_reason": deny_reason, "all_decided": all_decided, "kind": item.kind}, run_id=batch.run_id)
+    await rt._extensions.on_decided(rt, batch, batch.find(approval_id))
     if not all_decided:
         return ApprovalDecisionResult.success(approval_id, decision, False)
     rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
         "batch_id": batch.batch_id, "items": _items(batch)}, run_id=batch.run_id)
     rt._continue_after_approval(batch)
     return ApprovalDecisionResult.success(approval_id, decision, True)
+
+
+def _not_saved(approval_id: str, error: ArkError) -> ArkError:
+    """What a decision whose save failed answers: the cause, and what to do next."""
+    if not_ours(error):
+        # The stored session is not this runtime's to write: deciding again here cannot help.
+        why = f"the decision on approval {approval_id!r} was not recorded, and nothing runs here"
+    else:
+        # A save that overran its time limit may still land: "not recorded" would be a guess.
+        why = (f"the decision on approval {approval_id!r} was not applied and the call still waits; decide "
+               "again once the storage works (deciding the same again is safe)")
+    return ArkError(error.layer, error.code, f"{why}: {error.message}", error.retryability)
 
 
 def _not_pending(rt: AgentRuntime, approval_id: str, batch_id: str | None) -> ApprovalDecisionResult:
@@ -143,16 +165,21 @@ def _not_pending(rt: AgentRuntime, approval_id: str, batch_id: str | None) -> Ap
         "controller.list_pending_approvals()"))
 
 
-def resolved_calls(batch: PendingApprovalBatch) -> tuple[list, list[DeniedCall]]:
-    """Split a decided batch into the calls to run and the denied calls with their results."""
-    allowed = list(batch.allowed_calls)
-    denied = list(batch.denied_calls)
-    for item in batch.items:
-        if item.decision is ApprovalDecision.APPROVED:
-            allowed.append(item.tool_call)
-        else:
-            why = item.deny_reason or "denied by the user"
-            result = ToolResult.from_text(f"tool_denied: {why}", is_error=True, error_code=ErrorCode.TOOL_DENIED.value)
-            denied.append(DeniedCall(call=item.tool_call, result=result, reason=why, hook="approval"))
-    return allowed, denied
+class LoopKind(ApprovalKind):
+    """A detected loop asking a person (``LoopDetector(on_detect="ask")``): approve lets the
+    repeated calls go on (they are forgiven and planned again), deny stops the run."""
 
+    name = "loop"
+
+    def __init__(self, forgive: Callable[[str], None]) -> None:
+        self._forgive = forgive
+
+    def resolve(self, batch: PendingApprovalBatch, answer) -> Resolution:
+        if any(item.decision is ApprovalDecision.DENIED for item in batch.items):
+            return Resolution(stop=(StopReason.LOOP_DETECTED, ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED, "a detected loop was stopped by the user")),
+                stop_text="not executed: the loop was stopped by the user")
+        for item in batch.items:
+            self._forgive(tool_signature(item.tool_call))
+        # The loop paused the batch before its calls were planned: plan them now.
+        return Resolution(run=tuple(item.tool_call for item in batch.items), replan=True)

@@ -13,7 +13,8 @@ class RunContext:
     """Mutable bookkeeping of the active run; owned by the runtime, never shown to hooks."""
 
     __slots__ = ("run_id", "cancel", "turn", "usage", "started_at", "after_run_done",
-                 "suspend_requested", "task", "final_message", "cancel_requested", "started", "finishing")
+                 "suspend_requested", "task", "final_message", "cancel_requested", "started", "finishing",
+                 "continued")
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
@@ -28,3 +29,4 @@ class RunContext:
         self.final_message = None
         self.started = False
         self.finishing = False
+        self.continued = False  # it goes on with an earlier run's id (after a crash or in-doubt calls)

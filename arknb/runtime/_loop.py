@@ -11,19 +11,22 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolRisk
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import (
     AfterRunHookContext, BeforeRunAction, BeforeRunHookContext, HookSlot, TurnCompletionAction,
     TurnCompletionHookContext,
 )
 from ..hooks.pipeline import jsonable
-from ..state import PendingApprovalBatch
-from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval, resolved_calls
+from ..domain.invocation import CallsInDoubt
+from ..state import DeniedCall, PendingApprovalBatch, PendingApprovalItem
+from ._approvals import awaiting_approval_error, build_batch, freeze_for_approval
 from ._model_call import HookAbort, abort_error, call_model
-from ._persistence import persist, persist_terminal, save_error
-from ._tool_batch import BatchPlan, execute_batch, plan_batch
-from .loop_detector import tool_signature
+from ._persistence import autosave, persist_terminal, save_error
+from ._redaction import learn_model_secrets
+from ._in_doubt import in_doubt_batch, interrupted, last_assistant
+from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, unanswered_calls
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -54,9 +57,16 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
             return await _finish(rt, ctx, StopReason.ABORTED, error=abort.error,
                                  extra={"slot": abort.slot, "hook": abort.hook})
         except asyncio.CancelledError:
-            if not ctx.cancel_requested:
-                raise  # not our Stop: the loop itself is going away
             asyncio.current_task().uncancel()
+            if not ctx.cancel_requested:
+                # Not our Stop: the task itself was cancelled (asyncio.run ending with the run
+                # still active, or task.cancel()). End the run as cancelled so it is saved
+                # ended, never left saved mid-run (DESIGN §14 "Lifecycle"), then let the
+                # cancellation go on.
+                ctx.cancel_requested = True
+                ctx.cancel.cancel("the run's task was cancelled (is its event loop shutting down?)")
+                await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
+                raise
             return await _finish(rt, ctx, StopReason.CANCELLED, error=ctx.cancel.error())
         except ArkError as exc:
             if exc.code == ErrorCode.CANCELLED and ctx.cancel_requested:
@@ -71,10 +81,25 @@ async def drive(rt: AgentRuntime, ctx: RunContext, *, new_input: tuple[AgentMess
 
 
 async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, resume_reason) -> NextStep:
+    # Before anything of the run exists: the input, a hook's output or a tool's result
+    # may hold a key the model resolves only at its first request (DESIGN §9).
+    await learn_model_secrets(rt)
+    await rt._extensions.restored()  # a restored session's extensions hear of it before its first run
+    state = rt.state
+    if resume_reason == "suspend" and resume_batch is None and interrupted(state):
+        # Resumed before the session was loaded, and it turned out to be interrupted by a
+        # crash rather than suspended: the same run goes on where its operations stand.
+        ctx.run_id, ctx.turn, ctx.continued = state.current_run_id, state.current_loop_count, True
+        resume_reason = "interrupted"
+    # A crash right after an approval batch resolved: its decisions are the resolved records.
+    resolving = state.last_stop_reason == "awaiting_approval" and state.pending_approval is None
     previous = rt.state.current_run_id
     if new_input is not None and rt.state.not_resumable:
         _close_stale_run(rt)
-    rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=0, last_error=None)
+    # A running run has no stop reason yet: a state saved so (is_running, no stop reason,
+    # no pending batch) was interrupted by a crash, not suspended.
+    rt._set_state(is_running=True, current_run_id=ctx.run_id, current_loop_count=ctx.turn, last_error=None,
+                  last_stop_reason=None)
     if resume_reason is not None:
         rt._emit(EventTypes.AGENT_RESUMED, {"reason": resume_reason, "previous_run_id": previous})
     else:
@@ -88,15 +113,64 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
                 raise abort_error("before_run", decision.hook, decision.reason, decision.error)
             new_input = decision.input if decision.input is not None else new_input
         rt._append_history(new_input)
-        await persist(rt, ctx, "after_user_input")
+        await autosave(rt, ctx, "after_user_input")
     if resume_batch is not None:
+        if ctx.cancel_requested:
+            # Stopped before it began (e.g. Stop pressed while the last decision was saved):
+            # the decided calls do not run; _finish answers them as not executed.
+            raise ctx.cancel.error()
         # The last decision's save recorded the batch as consumed before this run began:
         # a restore after a crash never offers (and so never runs) these calls again.
         return await _run_decided_batch(rt, ctx, resume_batch)
     if resume_reason is not None:
-        # A run interrupted without a clean checkpoint may have unanswered calls: pair them first.
-        rt._answer_unanswered("interrupted: it is unknown whether this call ran")
+        # A run interrupted without a clean checkpoint may have unanswered calls: the
+        # seam tells which ran (operations) and which a person must decide.
+        return await _continue_unanswered(rt, ctx, resolving and resume_reason == "interrupted")
     return NextStep.run_again()
+
+
+async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: bool = False) -> NextStep:
+    calls = unanswered_calls(rt.state.history)
+    if not calls:
+        return NextStep.run_again()
+    message = last_assistant(rt.state.history)
+    doubts, runnable, unplanned = await rt._invocations.classify_unanswered(ctx.run_id, calls, ctx.turn)
+    plan = await plan_batch(rt, ctx, message, calls=unplanned) if unplanned else BatchPlan(rt._new_id("batch"))
+    if resolving and plan.deferred:
+        # The batch these calls froze in was decided just before the crash: its recorded
+        # decisions stand (an approved call that never started runs now, never asked again).
+        _apply_resolved(rt, plan)
+    allowed = runnable + plan.allowed
+    if doubts:
+        # Never a silent "unknown" answer: the calls whose fate is unknown go to a person.
+        return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubts, allowed, plan.denied))
+    if plan.deferred:
+        plan.allowed = allowed
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message))
+    return await _execute_and_complete(rt, ctx, plan.batch_id, message, allowed, plan.denied)
+
+
+def _apply_resolved(rt: AgentRuntime, plan: BatchPlan) -> None:
+    decided = {record.call_id: record for record in rt.state.resolved_approvals}
+    still: list[Deferred] = []
+    for deferred in plan.deferred:
+        call = deferred.call
+        record = decided.get(call.id)
+        if record is None or record.tool_name != call.name:
+            still.append(deferred)
+            continue
+        # The recorded decision, answered by the item's own kind (a rejected plan reads as one).
+        item = PendingApprovalItem(approval_id=record.approval_id, tool_call=call, risk_level=deferred.risk,
+                                   reason=deferred.reason, created_at=0.0, decision=record.decision,
+                                   deny_reason=record.deny_reason, kind=deferred.kind,
+                                   detail=dict(deferred.detail or {}))
+        result = rt._extensions.answer(item)
+        if result is None:
+            plan.allowed.append(call)
+        else:
+            plan.denied.append(DeniedCall(call=call, result=result, reason=record.deny_reason or "denied by the user",
+                                          hook="approval"))
+    plan.deferred = still
 
 
 def _close_stale_run(rt: AgentRuntime) -> None:
@@ -123,7 +197,7 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     response = await call_model(rt, ctx)
     message = response.message
     rt._append_history((message,), usage=response.usage)
-    await persist(rt, ctx, "after_model_text")
+    await autosave(rt, ctx, "after_model_text")
     if message.tool_calls:
         hit = rt.loop_detector.observe(message.tool_calls)
         if hit is not None:
@@ -135,15 +209,23 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     return await _complete_turn(rt, ctx, message, has_tools=False)
 
 
-async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied) -> NextStep:
-    outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied)
+async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, settled=()) -> NextStep:
+    try:
+        outcome = await execute_batch(rt, ctx, batch_id, message, allowed, denied, settled)
+    except CallsInDoubt as doubt:
+        # A restored run found calls that began and left no result: a person decides.
+        doubtful = {d.call.id for d in doubt.calls}
+        others = [c for c in allowed if c.id not in doubtful]
+        denied = list(denied) + [DeniedCall(call=s.call, result=s.result, reason=s.reason, hook=s.hook)
+                                 for s in settled]
+        return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubt.calls, others, denied))
     if outcome.stop:
         await _turn_completed_event(rt, ctx, message, "stop")
-        await persist(rt, ctx, "after_tool_batch")
+        await autosave(rt, ctx, "after_tool_batch")
         return NextStep.stop(StopReason.STOPPED, message=message)
     step = await _complete_turn(rt, ctx, message, has_tools=True)
     if step.kind == NextStep.RUN_AGAIN:
-        await persist(rt, ctx, "after_tool_batch")
+        await autosave(rt, ctx, "after_tool_batch")
     return step
 
 
@@ -165,7 +247,7 @@ async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessag
 
 
 async def _turn_completed_event(rt, ctx, message, action) -> None:
-    rt._emit(EventTypes.TURN_COMPLETED, lambda: {"turn": ctx.turn, "message": jsonable(message), "action": action})
+    rt._emit(EventTypes.TURN_COMPLETED, lambda: flat_payload(turn=ctx.turn, message=jsonable(message), action=action))
 
 
 async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit) -> NextStep:
@@ -175,34 +257,46 @@ async def _on_loop(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, hit
                                         "mode": rt.loop_detector.on_detect})
     if rt.loop_detector.on_detect == "ask":
         plan = BatchPlan(batch_id=rt._new_id("batch"))
+        tools = rt._offered_tools()
         for call in message.tool_calls:
-            plan.deferred.append((call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
-                                  rt.tools.risk_of(call.name) or "safe"))
-        return NextStep.await_approval(build_batch(rt, ctx, plan, message, kind="loop"))
+            plan.deferred.append(Deferred(call, f"loop detected: {explanation}. Approve to continue, deny to stop.",
+                                          tools.risk_of(call.name) or ToolRisk.SAFE, "loop"))
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message))
     rt._answer_unanswered("not executed: loop_detected")
     return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED,
                                                                    explanation))
 
 
 async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch) -> NextStep:
-    allowed, denied = resolved_calls(batch)
-    if batch.kind == "loop":
-        if denied:
-            rt._answer_unanswered("not executed: the loop was stopped by the user")
-            return NextStep.stop(StopReason.LOOP_DETECTED, error=ArkError(
-                ErrorLayer.RUNTIME, ErrorCode.LOOP_DETECTED, "a detected loop was stopped by the user"))
-        for call in allowed:
-            rt.loop_detector.forgive(tool_signature(call))
+    # The batch's kind says how it continues (an ApprovalKind entry, never a branch here).
+    resolution = rt._extensions.resolve(batch)
+    if resolution.stop is not None:
+        reason, error = resolution.stop
+        rt._answer_unanswered(resolution.stop_text)
+        return NextStep.stop(reason, error=error)
+    if resolution.replan:
         plan = await plan_batch(rt, ctx, batch.model_message)
         if plan.deferred:
             return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
         return await _execute_and_complete(rt, ctx, plan.batch_id, batch.model_message, plan.allowed, plan.denied)
-    return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied)
+    allowed, denied, settled = list(resolution.run), list(resolution.answered), list(resolution.settled)
+    covered = {c.id for c in allowed} | {s.call.id for s in settled} | {d.call.id for d in denied}
+    rest = [c for c in unanswered_calls(rt.state.history) if c.id not in covered]
+    if rest:  # calls a crash left unplanned (an in-doubt batch): their hooks and approvals run now
+        plan = await plan_batch(rt, ctx, batch.model_message, calls=rest)
+        allowed += plan.allowed
+        denied += plan.denied
+        if plan.deferred:
+            plan.allowed = allowed
+            plan.denied = denied + settled
+            return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
+    return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied, settled)
 
 
 async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRunResult:
     if step.kind == NextStep.AWAIT_APPROVAL:
-        error = await freeze_for_approval(rt, ctx, step.batch)
+        reason = rt._extensions.kind(step.batch.kind).suspend_reason  # "awaiting_approval", "in_doubt", ...
+        error = await freeze_for_approval(rt, ctx, step.batch, reason=reason)
         if error is not None:
             return await _finish(rt, ctx, StopReason.FAILED, error=error, saved_already=False)
         return await _finish(rt, ctx, StopReason.AWAITING_APPROVAL, error=awaiting_approval_error(step.batch),
@@ -259,6 +353,8 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
         if reason is StopReason.CANCELLED:
             payload["reason"] = ctx.cancel.reason
         rt._emit(event_type, payload)
+    # The terminal event follows the terminal save: the seam commits what is still pending.
+    await rt._invocations.flush()
     if not ctx.after_run_done:
         ctx.after_run_done = True
         if rt._pipeline.has(HookSlot.AFTER_RUN):

@@ -15,19 +15,21 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, Role,
 )
 from ..events import EventTypes
+from ..events.envelope import flat_items, flat_payload
 from ..hooks import (
     HookSlot, ModelCallAction, ModelCallHookContext, ModelChunkAction,
     ModelResponseAction, ModelResponseHookContext,
 )
 from ..hooks.contexts import new_chunk_context
 from ..hooks.pipeline import jsonable
+from ..domain.invocation import ModelOutcome
 
 if TYPE_CHECKING:
     from ._context import RunContext
     from ._redaction import ChunkGuard
     from .runtime import AgentRuntime
 
-__all__ = ["HookAbort", "call_model"]
+__all__ = ["HookAbort", "ModelCall", "call_model"]
 
 
 class HookAbort(Exception):
@@ -50,10 +52,54 @@ def abort_error(slot: str, hook: str | None, reason: str | None, error: ArkError
 
 
 async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
-    """One model call of the current turn, with bounded retries asked for by hooks."""
-    pipeline = rt._pipeline
+    """One model call of the current turn, with bounded retries asked for by hooks.
+
+    Each attempt goes through the runtime's invocation seam, which runs the phases of a
+    :class:`ModelCall` (in line, or as a durable operation).
+    """
     attempt = 0
     while True:
+        outcome = await rt._invocations.model_call(ModelCall(rt, ctx, attempt))
+        if not outcome.retry:
+            return outcome.response
+        attempt += 1
+
+
+class ModelCall:
+    """The phases of one model call attempt: request hooks, the stream, response hooks.
+
+    A seam calls :meth:`before`, then :meth:`execute` (unless a hook answered), then
+    :meth:`after`; a durable seam may run them in different processes, so each phase
+    takes what it needs as arguments.
+    """
+
+    __slots__ = ("rt", "ctx", "attempt", "request", "hook", "ran_after")
+
+    def __init__(self, rt: AgentRuntime, ctx: RunContext, attempt: int) -> None:
+        self.rt = rt
+        self.ctx = ctx
+        self.attempt = attempt
+        self.request: ModelRequest | None = None
+        self.hook: str | None = None  # the hook that rewrote the request or answered it
+        self.ran_after = False  # after() ran in this process (else a seam reuses a committed outcome)
+
+    @property
+    def turn(self) -> int:
+        return self.ctx.turn
+
+    @property
+    def run_id(self) -> str:
+        return self.ctx.run_id
+
+    @property
+    def has_response_hooks(self) -> bool:
+        """True if an after_model_call hook may change the response (else after() is bookkeeping)."""
+        return self.rt._pipeline.has(HookSlot.AFTER_MODEL_CALL)
+
+    async def before(self) -> tuple[ModelRequest, ModelResponse | None]:
+        """before_model_call: the request to send, or a hook's own response."""
+        rt, ctx = self.rt, self.ctx
+        pipeline = rt._pipeline
         request = rt._build_request()
         responded = None
         if pipeline.has(HookSlot.BEFORE_MODEL_CALL):
@@ -63,16 +109,29 @@ async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
                 raise abort_error("before_model_call", decision.hook, decision.reason, decision.error)
             if decision.action is ModelCallAction.RESPOND:
                 responded = decision.response
+                self.hook = decision.hook
             elif decision.request is not None:
+                if decision.request is not request:
+                    self.hook = decision.hook
                 request = decision.request
-        rt._emit(EventTypes.LLM_BEFORE, lambda: {
-            "turn": ctx.turn, "attempt": attempt, "model": request.config.model or None,
-            "message_count": len(request.messages), "tools": [t.name for t in request.tools],
-            "responded_by_hook": responded is not None})
-        if responded is not None:
-            response, raw_text, raw_reasoning = responded, responded.message.text, responded.message.reasoning_text
-        else:
-            response, raw_text, raw_reasoning = await _collect(rt, ctx, request)
+        self.request = request
+        attempt = self.attempt
+        rt._emit(EventTypes.LLM_BEFORE, lambda: flat_payload(
+            turn=ctx.turn, attempt=attempt, model=request.config.model or None,
+            message_count=len(request.messages), tools=flat_items(t.name for t in request.tools),
+            responded_by_hook=responded is not None))
+        return request, responded
+
+    async def execute(self, request: ModelRequest | None = None) -> tuple[ModelResponse, str, str]:
+        """Stream the model: (post-chunk-hook response, raw text, raw reasoning)."""
+        if request is None:
+            request = self.request if self.request is not None else self.rt._build_request()
+        return await _collect(self.rt, self.ctx, request)
+
+    async def after(self, response: ModelResponse, raw_text: str, raw_reasoning: str) -> ModelOutcome:
+        """after_model_call: the effective response, or a retry."""
+        rt, ctx, attempt = self.rt, self.ctx, self.attempt
+        pipeline = rt._pipeline
         ctx.usage = ctx.usage + response.usage
         if pipeline.has(HookSlot.AFTER_MODEL_CALL):
             decision = await pipeline.after_model_call(ModelResponseHookContext(
@@ -82,24 +141,35 @@ async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
                 raise abort_error("after_model_call", decision.hook, decision.reason, decision.error)
             if decision.action is ModelResponseAction.RETRY:
                 if attempt < rt.max_model_retries:
-                    attempt += 1
+                    self.hook = decision.hook
                     rt._emit(EventTypes.LLM_AFTER, lambda: _after_payload(ctx, response, raw_text, raw_reasoning,
                                                                           retried=True))
-                    continue
+                    return ModelOutcome(response, retry=True)
                 raise ArkError(ErrorLayer.RUNTIME, ErrorCode.MODEL_RETRIES_EXHAUSTED,
                                f"hook {decision.hook!r} asked for a retry, but the model was already retried "
                                f"{rt.max_model_retries} time(s) in this turn")
             if decision.response is not None:
+                if decision.response is not response:
+                    self.hook = decision.hook
                 response = decision.response
         rt._emit(EventTypes.LLM_AFTER, lambda: _after_payload(ctx, response, raw_text, raw_reasoning))
-        return response
+        return ModelOutcome(response)
+
+    def reuse(self, outcome: ModelOutcome, raw_text: str, raw_reasoning: str) -> ModelOutcome:
+        """A committed outcome found after a restore: counted and announced, nothing runs again."""
+        self.ctx.usage = self.ctx.usage + outcome.response.usage
+        ctx, response = self.ctx, outcome.response
+        self.rt._emit(EventTypes.LLM_AFTER, lambda: {**_after_payload(ctx, response, raw_text, raw_reasoning,
+                                                                      retried=outcome.retry), "reused": True})
+        return outcome
 
 
 def _after_payload(ctx: RunContext, response: ModelResponse, raw_text: str, raw_reasoning: str,
                    retried: bool = False) -> dict:
-    return {"turn": ctx.turn, "message": jsonable(response.message), "finish_reason": response.finish_reason.value,
-            "usage": response.usage.model_dump(), "raw_text": raw_text, "raw_reasoning": raw_reasoning,
-            "retried": retried}
+    # Built frozen: the message dump is frozen (and kept for turn.completed), the rest scalars.
+    return flat_payload(turn=ctx.turn, message=jsonable(response.message), finish_reason=response.finish_reason.value,
+                        usage=flat_payload(response.usage.model_dump()), raw_text=raw_text,
+                        raw_reasoning=raw_reasoning, retried=retried)
 
 
 async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> tuple[ModelResponse, str, str]:
@@ -132,7 +202,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                     channel = "text" if is_text else "reasoning"
                     text = guard.feed(channel, event.text) if lint.known_values else event.text
                     if text and bus.has_listeners(EventTypes.LLM_CHUNK):
-                        rt._publish(EventTypes.LLM_CHUNK, {"kind": channel, "text": text, "index": index})
+                        rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind=channel, text=text, index=index))
                     index += 1
                     continue
                 text = held_text + (event.text if is_text else "")
@@ -172,7 +242,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
         for kind in ("reasoning", "text"):  # what the guard still holds is never a whole secret
             tail = guard.flush(kind)
             if tail and bus.has_listeners(EventTypes.LLM_CHUNK):
-                rt._publish(EventTypes.LLM_CHUNK, {"kind": kind, "text": tail, "index": index})
+                rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind=kind, text=tail, index=index))
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
@@ -199,9 +269,9 @@ def _deliver(rt: AgentRuntime, guard: ChunkGuard, text: str, reasoning: str, ind
         out_reasoning.append(reasoning)
         published = guard.feed("reasoning", reasoning)
         if listening and published:
-            rt._publish(EventTypes.LLM_CHUNK, {"kind": "reasoning", "text": published, "index": index})
+            rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="reasoning", text=published, index=index))
     if text:
         out_text.append(text)
         published = guard.feed("text", text)
         if listening and published:
-            rt._publish(EventTypes.LLM_CHUNK, {"kind": "text", "text": published, "index": index})
+            rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="text", text=published, index=index))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..domain import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability
 from ..events import EventTypes
+from ..events.envelope import flat_payload
 from ..hooks import HookSlot, PersistAction, StatePersistenceHookContext
 from ..state import AgentState
 from ._redaction import lint_before_save
@@ -29,11 +30,13 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["SaveOutcome", "mark_not_resumable", "persist", "persist_terminal", "save_error", "save_state"]
+__all__ = ["SaveOutcome", "autosave", "mark_not_resumable", "not_ours", "persist", "persist_terminal", "save_error",
+           "save_state"]
 
 # Refusals that say the stored state is not ours to write: another runtime saved it,
 # or it cannot be read. Marking it not resumable would meddle with it.
-_NOT_OURS = frozenset({ErrorCode.STATE_CONFLICT, ErrorCode.STATE_CORRUPT, ErrorCode.STATE_VERSION_UNSUPPORTED})
+_NOT_OURS = frozenset({ErrorCode.STATE_CONFLICT, ErrorCode.STATE_CORRUPT, ErrorCode.STATE_VERSION_UNSUPPORTED,
+                       ErrorCode.LEASE_LOST, ErrorCode.STORE_VERSION_UNSUPPORTED})
 
 # Errors a run or a decision reports as they are (anything else becomes state_save_failed).
 _REPORTED_AS_IS = frozenset({ErrorCode.STATE_SAVE_FAILED, ErrorCode.SECRET_IN_STATE, *_NOT_OURS})
@@ -73,8 +76,8 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
                                                reason=reason, mandatory=mandatory, run_error=run_error)
         decision = await pipeline.before_persist_state(hook_ctx)
         if decision.action is PersistAction.SKIP:  # only reachable when not mandatory
-            rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory,
-                                                  "skipped": True, "ok": True, "hook": decision.hook}, run_id)
+            rt._emit(EventTypes.STATE_PERSISTED, flat_payload(reason=reason, mandatory=mandatory, skipped=True,
+                                                              ok=True, hook=decision.hook), run_id)
             return SaveOutcome(True, skipped=True)
         if decision.action is PersistAction.ABORT:
             error = decision.error or ArkError(
@@ -92,17 +95,44 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
             # Every save is linted, not only the mandatory ones (an autosave would otherwise
             # write what the terminal save redacts); a finding is redacted, not refused.
             state = lint_before_save(rt, state, in_memory=candidate is None)
-            revision = await save_state(rt, state, reason)
+            revision = await save_state(rt, state, reason, mandatory=mandatory)
         except Exception as exc:  # a refusal stays as it is; any other failure: the save did not happen
             kept = isinstance(exc, ArkError) and exc.code in _REPORTED_AS_IS
             return _failed(rt, reason, mandatory, exc if kept else _save_failed(reason, exc), run_id)
         base = state if candidate is not None else rt._state
         rt._state = base.model_copy(update={"revision": revision})
-    rt._emit(EventTypes.STATE_PERSISTED, {"reason": reason, "mandatory": mandatory, "skipped": False, "ok": True,
-                                          "revision": revision}, run_id)
+    # Built frozen (all scalars): this event comes with every save.
+    rt._emit(EventTypes.STATE_PERSISTED, flat_payload(reason=reason, mandatory=mandatory, skipped=False, ok=True,
+                                                      revision=revision), run_id)
     if hook_ctx is not None:
         await pipeline.after_persist_state(hook_ctx)
     return SaveOutcome(True)
+
+
+def not_ours(error: ArkError | None) -> bool:
+    """True if a save failed because the stored session is not this runtime's to write
+    (another runtime saved it or holds its lease, or it cannot be read): trying again here
+    cannot help."""
+    return error is not None and error.code in _NOT_OURS
+
+
+async def autosave(rt: AgentRuntime, ctx: RunContext, reason: str) -> None:
+    """A skippable save during a run. A failure is reported (``state.persisted`` with
+    ``ok`` false) and the run goes on, except when the stored session is not this
+    runtime's to write: another runtime or process saved it since (``state_conflict``), or
+    it can no longer be read. Then no later save of this run can succeed, and going on
+    would call the model and run tools for a session someone else owns, so the run ends
+    here, ``failed`` with that error.
+
+    Raises:
+        ArkError: the storage's refusal, naming the save it stopped the run at.
+    """
+    outcome = await persist(rt, ctx, reason)
+    error = outcome.error
+    if outcome.ok or not not_ours(error):
+        return
+    raise ArkError(error.layer, error.code, f"the run stopped at its {reason} save, before doing anything "
+                   f"more: {error.message}", error.retryability)
 
 
 async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: ErrorInfo | None = None,
@@ -118,15 +148,16 @@ async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: Erro
     return outcome
 
 
-async def save_state(rt: AgentRuntime, state: AgentState, what: str) -> int:
-    """Hand ``state`` to the storage and return the revision it stored, within ``save_timeout``
-    (the caller settled earlier saves first).
+async def save_state(rt: AgentRuntime, state: AgentState, what: str, *, mandatory: bool = True) -> int:
+    """Hand ``state`` to the storage (through the invocation seam, which on a durable store
+    commits it with the session's operations and events) and return the revision it
+    stored, within ``save_timeout`` (the caller settled earlier saves first).
 
     Raises:
         ArkError: what the storage raised; ``state_save_timeout`` if it did not answer in
             time (the save is then unsettled: it may still land).
     """
-    task = asyncio.ensure_future(rt.storage.save(state))
+    task = asyncio.ensure_future(rt._invocations.save(state, reason=what, mandatory=mandatory))
     await _within_limit(rt, task, what)
     revision = task.result()
     if type(revision) is not int or revision <= state.revision:
@@ -140,7 +171,7 @@ async def save_state(rt: AgentRuntime, state: AgentState, what: str) -> int:
 async def mark_not_resumable(rt: AgentRuntime, *, hurry: bool = False) -> None:
     """Mark the session not resumable in its storage, best effort (nothing more can be done
     when that fails too; the run's result already says it was not persisted)."""
-    task = asyncio.ensure_future(rt.storage.mark_not_resumable(rt.session_id))
+    task = asyncio.ensure_future(rt._invocations.mark_not_resumable())
     if hurry and not task.done():
         # Queued behind whatever the storage still does; it lands after it.
         _keep_unsettled(rt, task)
@@ -188,8 +219,9 @@ async def _settle(rt: AgentRuntime, what: str, *, hurry: bool) -> None:
         if still:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_TIMEOUT,
                            f"the {what} save was not attempted: an earlier save to {rt.storage!r} has not "
-                           f"finished after another {rt.save_timeout:g} s (save_timeout); it may still land",
-                           Retryability.CONDITIONAL)
+                           f"finished after another {rt.save_timeout:g} s (save_timeout); it may still land. If "
+                           "the storage never answers, open the session again in a new runtime: it reads what is "
+                           "stored", Retryability.CONDITIONAL)
     rt._unsettled = []
     for task in tasks:
         revision = None if task.cancelled() or task.exception() is not None else task.result()

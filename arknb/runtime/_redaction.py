@@ -41,7 +41,7 @@ from .result import AgentRunResult
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["ChunkGuard", "Redactor", "lint_before_save"]
+__all__ = ["ChunkGuard", "Redactor", "learn_model_secrets", "lint_before_save"]
 
 _PREFIX_LIMIT = 256
 """Secrets up to this length are matched by their prefixes in one ``endswith`` call;
@@ -73,6 +73,15 @@ class Redactor:
     def value(self, value: Any, where: str) -> Any:
         """``value`` with every secret in it redacted (the same object when clean)."""
         redacted, hits = self.lint.redact(value)
+        if hits:
+            self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
+        return redacted
+
+    def known(self, value: Any, where: str) -> Any:
+        """``value`` with the configured secrets redacted (not credential shapes, as for
+        event payloads), reported when there were any: for what a durable store records
+        of each call (free while the lint knows no secret)."""
+        redacted, hits = self.lint.redact(value, patterns=False)
         if hits:
             self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
         return redacted
@@ -224,6 +233,23 @@ def _held_suffix(text: str, secrets: tuple[str, ...]) -> int:
                 break
             position = text.find(first, position + 1)
     return longest
+
+
+async def learn_model_secrets(rt: AgentRuntime) -> None:
+    """Have the model resolve a key it has not resolved yet (``resolve_secrets``), so the
+    redactor knows it before the run publishes or saves anything: a run continued after an
+    approval or a restore runs tools, which may echo the key, before its first model call.
+
+    Best effort: a key that cannot be resolved now fails the run's model call, which
+    reports it properly (as the run's error).
+    """
+    resolve = getattr(rt.model, "resolve_secrets", None)
+    if not callable(resolve):
+        return
+    try:
+        await resolve()
+    except Exception:  # the model call raises it again, where the run reports it
+        pass
 
 
 def lint_before_save(rt: AgentRuntime, state: AgentState, *, in_memory: bool = True) -> AgentState:

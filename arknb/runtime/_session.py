@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Hashable
 from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability
 from ..events import EventTypes
 from ..state import AgentState, storage_location
+from .lifecycle import closed_error
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -75,7 +76,10 @@ def detach(rt: AgentRuntime, reason: str, message: str) -> asyncio.Task | None:
 
 
 def detached_error(rt: AgentRuntime) -> ArkError:
-    """What a detached runtime answers to a run, a resume, a load or a decision."""
+    """What a detached runtime answers to a run, a resume, a load or a decision
+    (``runtime_closed`` once :meth:`~arknb.AgentRuntime.aclose` began)."""
+    if rt._closing is not None or rt._detached == "closed":
+        return closed_error(rt)
     return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CONFLICT,
                     f"this runtime no longer owns session {rt.session_id!r} ({rt._detached}): "
                     f"{rt._detached_message}", Retryability.NEVER)
@@ -105,7 +109,10 @@ async def load_session(rt: AgentRuntime) -> AgentState | None:
     if rt._fresh:
         await _bounded(rt, rt.storage.delete(rt.session_id), "delete")
         return None
-    state = await _bounded(rt, rt.storage.load(rt.session_id), "load")
+    try:
+        state = await _bounded(rt, rt.storage.load(rt.session_id), "load")
+    except ArkError as exc:
+        raise _unreadable(rt, exc) from None
     if state is None:
         return None
     if not isinstance(state, AgentState) or state.session_id != rt.session_id:
@@ -120,6 +127,21 @@ async def load_session(rt: AgentRuntime) -> AgentState | None:
     rt._emit(EventTypes.STATE_LOADED, lambda: {"revision": state.revision, "messages": len(state.history),
                                                "pending_approval": state.pending_approval is not None})
     return state
+
+
+def _unreadable(rt: AgentRuntime, error: ArkError) -> ArkError:
+    """A load error with the way forward: nothing is saved over the state, so the runtime
+    keeps failing with it until it is fixed, or discarded with ``fresh=True``."""
+    until = _UNTIL.get(error.code)
+    if until is None:
+        return error
+    return ArkError(error.layer, error.code, f"{error.message}. Nothing is saved over it: runs and decisions of "
+                    f"session {rt.session_id!r} fail with this error until it can be read ({until}), or start "
+                    "the session over with AgentRuntime(..., fresh=True), which deletes it", error.retryability)
+
+
+_UNTIL = {ErrorCode.STATE_CORRUPT: "fix it", ErrorCode.STATE_VERSION_UNSUPPORTED: "by a newer arknb",
+          ErrorCode.STATE_LOAD_FAILED: "once the storage works again"}
 
 
 async def _bounded(rt: AgentRuntime, call, what: str):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, Literal
 
 from ..domain import ToolCall, invalid_argument
+from ..domain.json_decode import decode_json
 
 __all__ = ["LoopDetector", "LoopHit", "tool_signature"]
 
@@ -15,12 +16,13 @@ __all__ = ["LoopDetector", "LoopHit", "tool_signature"]
 def tool_signature(call: ToolCall) -> str:
     """Tool name plus the canonical JSON of its arguments (sorted keys, no spaces).
 
-    Arguments that are not valid JSON are compared as the raw text.
+    Arguments that are not valid JSON (or nest too deeply to be read) are compared as
+    the raw text.
     """
     try:
-        canonical = json.dumps(json.loads(call.arguments_json or "{}"), sort_keys=True,
+        canonical = json.dumps(decode_json(call.arguments_json or "{}"), sort_keys=True,
                                separators=(",", ":"), ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # JSONTooDeepError is a ValueError
         canonical = call.arguments_json
     return f"{call.name}:{canonical}"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Callable
 
@@ -21,8 +22,9 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, Role, ToolResult,
     Usage, invalid_argument,
 )
+from ..domain.frozen import FrozenDict
 from ..events import AgentEvent, EventBus, EventTypes
-from ..events.envelope import new_event
+from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
@@ -30,14 +32,20 @@ from ..state import (
     StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
-from ._approvals import apply_decision
+from ._approvals import LoopKind, apply_decision
+from ._in_doubt import InDoubtKind, apply_in_doubt_decision, interrupted, pause_interrupted_run
 from ._channel import EventChannel
 from ._context import RunContext
+from ._extension_host import ExtensionHost, ToolKind, make_scope
+from ._invocation import make_invocations
+from ._keywords import keyword_extensions
 from ._loop import drive
 from ._redaction import Redactor
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from ._weak import NO_CONTROLLER, controller_of, weak_method
+from . import lifecycle
+from .extensions import Extension
 from .handle import RunHandle
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -83,6 +91,15 @@ class AgentRuntime:
             also a state that cannot be read) and start empty.
         save_timeout: seconds one save may take before it counts as failed
             (``state_save_failed`` naming the save and the limit); None for no limit.
+        plan_mode: ``PlanMode.OFF`` (default), ``AUTO`` (the model keeps a todo list with the
+            built-in ``write_todos`` tool) or ``REVIEW`` (a new plan waits for a person's
+            approval; until then only ``read_only`` tools run). DESIGN §14.
+        skills: :class:`~arknb.skills.Skill` objects or an ``ark.load_skills(path)`` report:
+            always-on skills join the system prompt, the others are offered through the
+            built-in ``activate_skill`` tool.
+        extensions: your own :class:`~arknb.runtime.extensions.Extension` objects (tools,
+            hooks, prompt sections and a saved state slice through one seam); they run
+            after the built-in ones, in order.
 
     Example:
         >>> runtime = AgentRuntime(ScriptedModel(["Hi!"]))      # doctest: +SKIP
@@ -96,7 +113,8 @@ class AgentRuntime:
                  config: ModelConfig | None = None, require_approval: bool = True, max_model_retries: int = 2,
                  secrets: Iterable[str | SecretStr] = (), clock: Callable[[], float] | None = None,
                  state: AgentState | None = None, fresh: bool = False,
-                 save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT) -> None:
+                 save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
+                 extensions: Iterable[Extension] = ()) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
                                    f"got {type(model).__name__}")
@@ -143,6 +161,8 @@ class AgentRuntime:
         if save_timeout is not None and (isinstance(save_timeout, bool) or not isinstance(save_timeout, (int, float))
                                          or not save_timeout > 0):
             raise invalid_argument(f"save_timeout must be seconds > 0 or None, got {save_timeout!r}")
+        if isinstance(extensions, (str, bytes)) or not isinstance(extensions, Iterable):
+            raise invalid_argument(f"extensions must be a list of Extension objects, got {type(extensions).__name__}")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.system_prompt = system_prompt
@@ -161,11 +181,19 @@ class AgentRuntime:
         self.config = config if config is not None else ModelConfig()
         self.require_approval = bool(require_approval)
         self._clock = clock or time.time
+        self._owns_bus = event_bus is None
         self.bus = event_bus if event_bus is not None else EventBus()
         self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
         self.hooks = HookRegistry(hooks)
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
-        self._pipeline = HookPipeline(self.hooks, emit)
+        # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
+        this = weakref.ref(self)
+        self._extensions = ExtensionHost(
+            [*keyword_extensions(plan_mode=plan_mode, skills=skills), *extensions],
+            kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature)), InDoubtKind(emit)))
+        self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
+        # A slow async listener's dropped deliveries are announced (it never slows the run).
+        self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
         self._redactor = Redactor(self.secret_lint, emit)
         secret_values = getattr(model, "secret_values", None)
@@ -183,6 +211,7 @@ class AgentRuntime:
         self._seq = self._state.event_sequence + (_RESTORE_SEQUENCE_GAP if state is not None else 0)
         self._active: RunContext | None = None
         self._approval_lock = asyncio.Lock()
+        self._stop_after_decision = False  # a Stop that came while a decision was being saved
         self._save_lock = asyncio.Lock()  # one save at a time: each is based on the revision the last one stored
         self._unsettled: list[asyncio.Future] = []  # storage calls that overran their time limit
         self._fresh = fresh
@@ -191,6 +220,9 @@ class AgentRuntime:
         self._load_lock = asyncio.Lock()
         self._detached: str | None = None
         self._detached_message = ""
+        self._closing: asyncio.Future | None = None  # set by aclose(); its result once closed
+        self._takeover = False  # restore(..., takeover=True): take the lease from a live owner
+        self._invocations = make_invocations(self)
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
         previous = claim(self)
@@ -199,6 +231,10 @@ class AgentRuntime:
             self._predecessor = detach(previous, "replaced", (
                 f"a newer AgentRuntime took session {self.session_id!r} on {self.storage!r}; this one no longer "
                 "runs or decides anything: use the newer runtime"))
+        self._extensions.install(lambda name: make_scope(self, name))
+        self._offered_tools()  # a tool name two owners claim fails here, not in the first run
+        if state is not None:
+            self._extensions.mark_restored(state)
 
     # -- construction from storage --------------------------------------------------
 
@@ -208,21 +244,33 @@ class AgentRuntime:
         """Rebuild a runtime from saved state (e.g. after a kernel restart).
 
         A pending approval batch comes back and can be listed, approved or denied; a
-        suspended run can be continued with :meth:`resume`. The same as
-        ``AgentRuntime(model, storage=storage, session_id=session_id, ...)`` followed by
-        ``await runtime.load()``, except that a session with nothing saved is an error
-        (``session_not_found``). Like any new runtime of the session, it detaches an
-        older one of this process.
+        suspended run can be continued with :meth:`resume`. A run that a crash
+        interrupted is continued by :meth:`resume` too, from its operations on a durable
+        store; calls whose fate is unknown are listed at once as in-doubt items
+        (``controller.list_in_doubt()``) and the run continues when the last is decided.
+        The same as ``AgentRuntime(model, storage=storage, session_id=session_id, ...)``
+        followed by ``await runtime.load()``, except that a session with nothing saved is
+        an error (``session_not_found``). Like any new runtime of the session, it detaches
+        an older one of this process.
+
+        On a durable store the runtime takes the session's lease first: ``session_locked``
+        while another live owner holds it, unless ``takeover=True``.
         """
         if storage is None or not isinstance(storage, StateStorage):
             raise invalid_argument("restore() needs the storage the session was saved to")
         for option in ("state", "fresh"):
             if option in options:
                 raise invalid_argument(f"restore() loads the saved state, so it takes no {option}= option")
+        takeover = options.pop("takeover", False)
+        if not isinstance(takeover, bool):
+            raise invalid_argument(f"takeover must be a bool, got {takeover!r}")
         runtime = cls(model, tools=tools, storage=storage, session_id=validate_session_id(session_id), **options)
+        runtime._takeover = takeover
         if await runtime._load() is None:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.SESSION_NOT_FOUND,
                            f"no saved session {session_id!r} in {storage!r}")
+        # A run a crash interrupted with calls in doubt waits for a person at once.
+        await pause_interrupted_run(runtime)
         return runtime
 
     async def load(self) -> AgentState:
@@ -232,6 +280,7 @@ class AgentRuntime:
         session before acting on it (``runtime.state``, the pending approvals; a chat
         widget shows them once loaded). Loading is done once: calling it again returns
         the state as it is now. After loading a saved state ``state.loaded`` is published.
+        On a durable store the session's lease is taken before the state is read.
 
         Raises:
             ArkError: the storage's load error if the saved state cannot be read
@@ -239,7 +288,8 @@ class AgentRuntime:
                 ``state_load_failed``); nothing is saved over it, and every run and
                 decision fails with the same error until it is fixed (or the runtime is
                 created with ``fresh=True``). ``state_conflict`` if this runtime was
-                detached (a newer runtime took the session).
+                detached (a newer runtime took the session). ``session_locked`` if
+                another live owner holds the session's lease.
         """
         await self._load()
         return self._state
@@ -253,7 +303,14 @@ class AgentRuntime:
         async with self._load_lock:
             if self._loaded:
                 return None
+            # The lease first (durable stores): what is read then is no live owner's work in progress.
+            await self._invocations.open(takeover=self._takeover)
             found = await load_session(self)
+            if found is not None:
+                # The extensions hear of the saved session before anything acts on it; if one
+                # refuses it, the load fails and is tried again next time.
+                self._extensions.mark_restored(found)
+                await self._extensions.restored()
             self._loaded = True
             return found
 
@@ -269,6 +326,11 @@ class AgentRuntime:
         """The current state: an immutable snapshot (holding it costs nothing). For a session
         saved earlier it is empty until the runtime loaded it (:meth:`load`)."""
         return self._state
+
+    @property
+    def extensions(self) -> tuple[Extension, ...]:
+        """The installed extensions, in the order their hooks run (built-in ones first)."""
+        return self._extensions.extensions
 
     @property
     def history(self) -> tuple[AgentMessage, ...]:
@@ -288,8 +350,32 @@ class AgentRuntime:
     @property
     def detached(self) -> str | None:
         """Why this runtime no longer owns its session (``"replaced"``: a newer runtime took
-        it), or None while it does. A detached runtime refuses runs and decisions."""
+        it; ``"closed"``: :meth:`aclose`), or None while it does. A detached runtime
+        refuses runs and decisions."""
         return self._detached
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`aclose` began: the runtime runs and decides nothing more."""
+        return self._closing is not None
+
+    async def aclose(self, grace: float = lifecycle.DEFAULT_GRACE) -> AgentRunResult | None:
+        """End this runtime's ownership of its session (DESIGN §14 "Lifecycle"): an active run
+        gets ``grace`` seconds to suspend at a safe checkpoint, else it is cancelled; either
+        way it is saved (suspended or ended, never as still running). Then ``runtime.detached``
+        (reason ``"closed"``) is published and runs and decisions answer ``runtime_closed``.
+        Kernel shutdown does the same by itself (:mod:`arknb.runtime.lifecycle`).
+
+        Returns:
+            The result of the run it ended, or None if none was active.
+        """
+        return await lifecycle.close_runtime(self, grace)
+
+    async def __aenter__(self) -> AgentRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     @property
     def current_run(self) -> RunHandle | None:
@@ -377,18 +463,31 @@ class AgentRuntime:
         return True
 
     def _cancel_paused(self) -> bool:
-        state = self._state
-        if not state.is_running or state.not_resumable or self._detached is not None or not self._loaded:
+        if not self._paused():
             return False
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return False
+        if self._approval_lock.locked():
+            # A decision is being saved: the Stop applies to what it leads to (the run it
+            # continues, or the batch still paused), once it is recorded (see
+            # apply_approval_decision). Acting now would race it: two runs at once.
+            self._stop_after_decision = True
+            return True
+        self._end_paused()
+        return True
+
+    def _paused(self) -> bool:
+        state = self._state
+        return (state.is_running and not state.not_resumable and self._detached is None and not self.closed
+                and self._loaded and self._active is None)
+
+    def _end_paused(self) -> None:
         # Ending a paused run is a (very short) run of its own: the same terminal path
         # answers the frozen calls, saves (mandatory), publishes agent.cancelled, after_run.
         self._set_state(pending_approval=None)
         self._launch(lambda ctx: drive(self, ctx, cancel_paused=True))
-        return True
 
     def request_suspend(self) -> bool:
         """Ask the active run to pause at the next safe checkpoint (never between a tool
@@ -411,6 +510,11 @@ class AgentRuntime:
             return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"),
                                 recheck=self._check_resumable)
         self._check_resumable()
+        state = self._state
+        if interrupted(state):
+            # Interrupted by a crash: the same run goes on where its operations stand.
+            return self._launch(lambda ctx: drive(self, ctx, resume_reason="interrupted"),
+                                run_id=state.current_run_id, turn=state.current_loop_count)
         return self._launch(lambda ctx: drive(self, ctx, resume_reason="suspend"))
 
     def _check_resumable(self) -> None:
@@ -419,9 +523,7 @@ class AgentRuntime:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
                            f"session {self.session_id!r} is marked not resumable (a final save failed)")
         if state.pending_approval is not None:
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "approvals are pending: decide them with runtime.controller.approve/deny; "
-                           "the run then continues by itself")
+            raise self._extensions.blocks_input_error(state.pending_approval)
         if not state.is_running:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
                            f"session {self.session_id!r} has no suspended run to resume "
@@ -442,26 +544,60 @@ class AgentRuntime:
         is refused).
         """
         async with self._approval_lock:
-            if self._detached is not None:
+            if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
-            return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
+            await self._extensions.restored()  # a state given to the constructor: tell the extensions first
+            try:
+                return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
+            finally:
+                self._stop_if_asked_while_deciding()
+
+    # -- InDoubtHost -------------------------------------------------------------------
+
+    async def apply_in_doubt_decision(self, item_id: str, resolution: str,
+                                      text: str | None = None) -> ApprovalDecisionResult:
+        """Apply a person's decision on an in-doubt call (the controller's only way in)."""
+        async with self._approval_lock:
+            if self._detached is not None or self.closed:
+                return ApprovalDecisionResult.failure(item_id, detached_error(self))
+            try:
+                return await apply_in_doubt_decision(self, item_id, resolution, text)
+            finally:
+                self._stop_if_asked_while_deciding()
+
+    def _stop_if_asked_while_deciding(self) -> None:
+        """Stop was pressed while a decision was being saved (see :meth:`_cancel_paused`):
+        end what the decision led to, now that it is recorded (or was refused)."""
+        if not self._stop_after_decision:
+            return
+        self._stop_after_decision = False
+        if self._active is not None:
+            self.cancel()   # the run the decision continued, before it runs a call
+        elif self._paused():
+            self._end_paused()
 
     # -- helpers the phases use ------------------------------------------------------
 
-    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None) -> RunHandle:
+    def _launch(self, make: Callable[[RunContext], Any], recheck: Callable[[], None] | None = None, *,
+                run_id: str | None = None, turn: int = 0) -> RunHandle:
+        if self._detached is not None or self.closed:
+            raise detached_error(self)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NO_RUNNING_LOOP,
                            "starting a run needs a running asyncio loop: in a notebook cell call it directly "
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
-        ctx = RunContext(self._new_id("run"))
+        ctx = RunContext(run_id or self._new_id("run"))
+        ctx.turn = turn
+        ctx.continued = run_id is not None
         self._active = ctx
         pending_load = recheck if not self._loaded else None
         ctx.task = loop.create_task(self._guarded(ctx, make, pending_load), name=f"arknb-{ctx.run_id}")
         if pending_load is not None:
             # A refusal found after loading is raised by `await handle`; nobody awaiting it is fine.
             ctx.task.add_done_callback(lambda task: task.cancelled() or task.exception())
+        lifecycle.track(self)  # so a kernel shutdown can still end this run cleanly
         return RunHandle(ctx.task, ctx.run_id, self.cancel)
 
     async def _guarded(self, ctx: RunContext, make: Callable[[RunContext], Any],
@@ -481,14 +617,18 @@ class AgentRuntime:
 
     def _continue_after_approval(self, batch: PendingApprovalBatch) -> None:
         # The saved state already holds the batch as consumed (the last decision's save).
-        self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason="approval"))
+        # The paused run goes on under its own id: its operations are keyed by it, so a
+        # crash during the continuation finds them.
+        reason = self._extensions.kind(batch.kind).resume_reason  # "approval", "in_doubt_resolved", ...
+        self._launch(lambda ctx: drive(self, ctx, resume_batch=batch, resume_reason=reason),
+                     run_id=batch.run_id, turn=self._state.current_loop_count)
 
     def _release(self, ctx: RunContext) -> None:
         if self._active is ctx:
             self._active = None
 
     def _check_can_start(self, *, new_input: bool) -> None:
-        if self._detached is not None:
+        if self._detached is not None or self.closed:
             raise detached_error(self)
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
@@ -501,9 +641,8 @@ class AgentRuntime:
             # Seed 000 §10.2: new input must not clear a frozen batch and leave unpaired calls.
             # (A batch of a session marked not resumable can never be decided: new input
             # ends it, answering its calls as not executed, so the session is never stuck.)
-            raise ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
-                           "tool approvals are pending: approve or deny them (runtime.controller) before "
-                           "sending new input")
+            # The batch's kind words the refusal (e.g. pending_plan_review_blocks_input).
+            raise self._extensions.blocks_input_error(state.pending_approval)
 
     def _coerce_input(self, value: Any) -> tuple[AgentMessage, ...]:
         if isinstance(value, str):
@@ -545,7 +684,8 @@ class AgentRuntime:
 
         The known secrets are redacted from every payload first (``_redaction``); the
         text of ``llm.chunk`` was redacted by the model phase's chunk guard, since a
-        secret may be split across chunks.
+        secret may be split across chunks. Then the payload is frozen, once, so no
+        listener can change it for the others (a payload built frozen costs nothing here).
         """
         redaction = None
         if self.secret_lint.known_values and event_type != EventTypes.LLM_CHUNK:
@@ -553,6 +693,8 @@ class AgentRuntime:
         self._seq += 1
         ctx = self._active
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
+        if not isinstance(payload, FrozenDict):
+            payload = freeze_payload(payload)
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
                                    f"{rid}:{self._seq}"))
         if redaction is not None:
@@ -583,8 +725,18 @@ class AgentRuntime:
                                         "loop_window": window, "loop_forgiven": forgiven})
 
     def _build_request(self) -> ModelRequest:
-        return ModelRequest.model_construct(messages=self._system + self._state.history,
-                                            tools=self.tools.definitions(), config=self.config)
+        state = self._state
+        extensions = self._extensions
+        if not extensions:
+            return ModelRequest.model_construct(messages=self._system + state.history,
+                                                tools=self.tools.definitions(), config=self.config)
+        return ModelRequest.model_construct(messages=extensions.system_messages(self._system, state) + state.history,
+                                            tools=extensions.offered_tools(self.tools, state).definitions(),
+                                            config=self.config)
+
+    def _offered_tools(self) -> ToolRegistry:
+        """The tools the model is offered now: the user's plus the extensions' for this state."""
+        return self._extensions.offered_tools(self.tools, self._state)
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{uuid.uuid4().hex[:12]}"
@@ -593,3 +745,11 @@ class AgentRuntime:
         detached = f", detached={self._detached!r}" if self._detached is not None else ""
         return (f"AgentRuntime(session_id={self.session_id!r}, tools={list(self.tools.names())}, "
                 f"hooks={self.hooks.names()}, running={self.is_running}{detached})")
+
+
+def _drop_reporter(emit: Callable[..., Any], bus: EventBus) -> Callable[[str, int], None]:
+    """The bus's ``on_dropped``: publish ``bus.dropped`` through the runtime's (weak) emit."""
+    def report(name: str, count: int) -> None:
+        emit(EventTypes.BUS_DROPPED, {"listener": name, "dropped": count, "total": bus.dropped_by.get(name, count)})
+
+    return report

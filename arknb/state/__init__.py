@@ -13,6 +13,10 @@ from .approvals import (
     PendingApprovalItem, ResolvedApproval,
 )
 
+# plans and skills (the values the planner and skills extensions keep in their slices)
+from .plan import PLAN_KIND, PLAN_SLICE, PendingPlanReview, Plan, PlanItem, TodoStatus, plan_of
+from .skills import SKILLS_SLICE, active_skills_of
+
 # storage
 from .file_storage import FileStateStorage
 from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_location, validate_session_id
@@ -21,8 +25,9 @@ from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_l
 from .secrets import REDACTED, Redaction, SecretLint, redact_value
 
 __all__ = [
-    "MIGRATIONS", "REDACTED", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION", "AgentState", "ApprovalDecision",
-    "ApprovalDecisionResult", "DeniedCall", "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch",
-    "PendingApprovalItem", "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "migrate",
-    "redact_value", "state_conflict", "storage_location", "validate_session_id",
+    "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "REDACTED", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION",
+    "SKILLS_SLICE", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall", "FileStateStorage",
+    "MemoryStateStorage", "PendingApprovalBatch", "PendingApprovalItem", "PendingPlanReview", "Plan", "PlanItem",
+    "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus", "active_skills_of", "migrate",
+    "plan_of", "redact_value", "state_conflict", "storage_location", "validate_session_id",
 ]

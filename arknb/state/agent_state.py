@@ -12,19 +12,30 @@ needed to show and resume a session (DESIGN §8).
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLayer, Usage
+from arknb.domain.frozen import DeepFrozenModel, FrozenJSON
 
 from .approvals import PendingApprovalBatch, ResolvedApproval
 from .migrations import SCHEMA_VERSION, migrate
+from .plan import Plan, plan_of
+from .skills import active_skills_of
 
 __all__ = ["SCHEMA_VERSION", "AgentState", "parse_document"]
 
 
-class AgentState(BaseModel):
+_SNAPSHOT_ORIGIN = ("AgentState.{0} is read-only (the state is a frozen snapshot shared with the runtime): "
+                    "return a hook result to change the run; a changed state is built with "
+                    "state.model_copy(update={{'{0}': {{...}}}}); .thaw() gives a mutable copy")
+_METADATA = FrozenJSON(_SNAPSHOT_ORIGIN.format("metadata"))
+_EXTENSIONS = FrozenJSON(_SNAPSHOT_ORIGIN.format("extensions"))
+
+
+class AgentState(DeepFrozenModel):
     """Everything a session needs to be shown again and resumed.
 
     Attributes:
@@ -32,7 +43,8 @@ class AgentState(BaseModel):
         session_id: the session this state belongs to.
         history: the conversation, oldest first.
         usages: token usage of every model call, in order.
-        metadata: JSON-ready values owned by the application (never secrets).
+        metadata: JSON-ready values owned by the application (never secrets); read-only
+            all the way down, like ``extensions``.
         is_running: a resumable run exists; it never means a connection is alive
             (seed 003 §4.3).
         total_loop_count: model turns over the session's life.
@@ -64,13 +76,11 @@ class AgentState(BaseModel):
         True
     """
 
-    model_config = ConfigDict(frozen=True)
-
     schema_version: int = SCHEMA_VERSION
     session_id: str = Field(min_length=1)
     history: tuple[AgentMessage, ...] = ()
     usages: tuple[Usage, ...] = ()
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], _METADATA] = Field(default_factory=lambda: _METADATA.freeze({}))
     is_running: bool = False
     total_loop_count: int = Field(default=0, ge=0)
     current_loop_count: int = Field(default=0, ge=0)
@@ -84,8 +94,18 @@ class AgentState(BaseModel):
     loop_forgiven: tuple[str, ...] = ()
     updated_at: float = 0.0
     revision: int = Field(default=0, ge=0)
-    extensions: dict[str, Any] = Field(default_factory=dict)
+    extensions: Annotated[dict[str, Any], _EXTENSIONS] = Field(default_factory=lambda: _EXTENSIONS.freeze({}))
     resolved_approvals: tuple[ResolvedApproval, ...] = ()
+
+    @property
+    def plan(self) -> Plan | None:
+        """The planner's current plan (``Plan(version, items)``), or None (DESIGN §14)."""
+        return plan_of(self.extensions)
+
+    @property
+    def active_skills(self) -> tuple[str, ...]:
+        """The names of the skills activated in this session, oldest first."""
+        return active_skills_of(self.extensions)
 
     @property
     def total_usage(self) -> Usage:
@@ -104,7 +124,8 @@ class AgentState(BaseModel):
         """Parse a saved document strictly, migrating older schema versions first.
 
         Strict means nothing is guessed (DESIGN §8): no type coercion (``"is_running":
-        "yes"`` or ``"total_loop_count": "3"`` is corrupt), no NaN or Infinity, no field
+        "yes"`` or ``"total_loop_count": "3"`` is corrupt), no NaN or Infinity (nor a
+        number so large it reads as infinity), no field
         this arknb does not know (it is named in the error), no nesting deep enough to
         exhaust the parser. A UTF-8 byte order mark is accepted.
 
@@ -144,17 +165,27 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _finite(text: str) -> float:
+    # Python reads 1e400 as infinity, which the next save would write as null: refused
+    # like Infinity itself, rather than changed behind the user's back.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is too large for a number (it would be read as infinity)")
+    return value
+
+
 def parse_document(text: str, *, source: str = "<memory>") -> dict[str, Any]:
     """The JSON object of a saved state, parsed but not yet validated.
 
-    NaN and Infinity (which Python's ``json`` would accept) are refused, and so is
-    nesting too deep for the parser (a ``RecursionError`` never escapes).
+    NaN and Infinity (which Python's ``json`` would accept) are refused, so is a number
+    too large to be anything but infinity (``1e400``), and so is nesting too deep for the
+    parser (a ``RecursionError`` never escapes).
 
     Raises:
         ArkError: ``state_corrupt`` naming ``source``.
     """
     try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
+        doc = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
     except RecursionError:
         raise _corrupt(source, _TOO_DEEP) from None
     except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors

@@ -11,9 +11,9 @@ runtime swaps into a new state.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from arknb.domain import (
     AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLayer, ToolCall, ToolResult, ToolRisk,
@@ -62,6 +62,18 @@ class PendingApprovalItem(BaseModel):
     decision: ApprovalDecision = ApprovalDecision.PENDING
     deny_reason: str | None = None
     decided_at: float | None = None
+    kind: str = Field(default="tool", min_length=1)
+    """What a person decides here: ``"tool"`` (run this call?), or the kind a runtime
+    extension installed (``"plan"``: a plan review; DESIGN §14)."""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """JSON-ready data of the item's kind (for a plan review: the proposed plan)."""
+    # An in-doubt item (batch kind "in_doubt", DESIGN §13): when the call last started,
+    # how many attempts are on record, and what the person decided ("rerun": it runs
+    # again, decision approved; "done" / "failed": answered with result_text, decision denied).
+    started_at: float | None = None
+    attempts: int = 0
+    resolution: Literal["rerun", "done", "failed"] | None = None
+    result_text: str | None = None
 
     def is_pending(self) -> bool:
         """True while no decision was made."""
@@ -130,9 +142,12 @@ class PendingApprovalBatch(BaseModel):
     created_at: float
     allowed_calls: tuple[ToolCall, ...] = ()
     denied_calls: tuple[DeniedCall, ...] = ()
-    kind: Literal["tool", "loop"] = "tool"
+    kind: str = Field(default="tool", min_length=1)
     """``tool``: dangerous or deferred calls; ``loop``: a detected loop waiting for
-    continue (approve) or stop (deny)."""
+    continue (approve) or stop (deny); ``in_doubt``: calls a crash left with an unknown
+    fate, waiting for rerun / mark_done / mark_failed (DESIGN §13); or the kind of an
+    extension's item in the batch (``plan``: a plan review). Each kind is an entry the
+    runtime looks up (an ``ApprovalKind``), never a branch in the loop."""
 
     @model_validator(mode="after")
     def _check_unique_ids(self) -> PendingApprovalBatch:

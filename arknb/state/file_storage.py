@@ -29,8 +29,7 @@ from pathlib import Path
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, Retryability, invalid_argument
 
 from ._encoding import IncrementalStateEncoder
-from .agent_state import AgentState, parse_document
-from .migrations import migrate
+from .agent_state import AgentState
 from .storage import state_conflict, validate_session_id
 
 try:
@@ -222,16 +221,11 @@ class FileStateStorage:
         known = self._known.get(session_id)
         if known is not None and known[0] == key:
             return known[1]
-        source = self._source(session_id, path)
         try:
-            try:
-                text = data.decode("utf-8-sig")
-            except UnicodeDecodeError as exc:
-                raise self._corrupt(session_id, path, f"not UTF-8 text ({exc.reason})") from None
-            doc = migrate(parse_document(text, source=source), source=source)
-            revision = doc.get("revision", 0)  # a version 2 document has none: revision 0
-            if type(revision) is not int or revision < 0:
-                raise self._corrupt(session_id, path, f"revision: {revision!r} is not a revision")
+            # Read as strictly as a load: a file someone else wrote (or edited by hand) that
+            # a load would refuse is not overwritten either (unknown fields, wrong types).
+            # Only a file this instance does not know costs a parse.
+            revision = self._parse(session_id, path, data).revision  # a version 2 document: 0
         except ArkError as exc:
             raise ArkError(exc.layer, exc.code,
                            f"{exc.message}; the save was refused, so the file stays as it is (fix it, "

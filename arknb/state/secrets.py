@@ -37,10 +37,14 @@ _MAX_DEPTH = 64
 
 # One pass over the text finds every pattern; the group name says which one matched and
 # the value group is what gets replaced (the header name and scheme stay readable).
-# Escaped quotes (\") are allowed around header names because the text may be JSON.
+# Quotes, escaped or not (\", \\\"), are allowed around header names because the text may be
+# JSON, or JSON inside JSON. A backslash only before a quote: a JSON escape such as \u0000
+# must not read as the start of a token, or the save-time check would find in a saved
+# document what no string of the state holds, and refuse every later save.
 _TOKEN = r"[A-Za-z0-9\-._~+/]{16,}=*"
+_QUOTES = r"(?:\\*[\"'])*"
 _PATTERNS = re.compile(
-    r"(?P<authorization>\b(?i:authorization)[\\\"']*\s*[:=]\s*[\\\"']*(?:[A-Za-z]+\s+)?)"
+    r"(?P<authorization>\b(?i:authorization)" + _QUOTES + r"\s*[:=]\s*" + _QUOTES + r"(?:[A-Za-z]+\s+)?)"
     r"(?P<authorization_v>" + _TOKEN + ")"
     r"|(?P<bearer>\b(?i:bearer)\s+)(?P<bearer_v>" + _TOKEN + ")"
     r"|(?P<sk_key>)(?P<sk_key_v>\bsk-[A-Za-z0-9_\-]{16,})"
@@ -55,9 +59,14 @@ def _has_anchor(text: str) -> bool:
     return ("bearer" in lowered or "authorization" in lowered
             or ("api" in lowered and ("api-key" in lowered or "api_key" in lowered)))
 # A mapping entry {"X-Authorization": "<token>"} is a header even though no single string
-# holds both the name and the value.
-_HEADER_KEY = re.compile(r"(?i:authorization|x-api-key|api[-_]key)\Z")
-_HEADER_VALUE = re.compile(r"(?:[A-Za-z]+\s+)?" + _TOKEN)
+# holds both the name and the value. Its value counts as a credential when it starts like
+# one (what the pattern finds in the entry's JSON, "authorization":"<token> ..."), and is
+# redacted whole; the name may end in quotes or a separator (JSON text sees through them).
+_HEADER_KEY = re.compile(r"(?i:authorization|x-api-key|api[-_]key)[\s\"'\\:=]*\Z")
+_HEADER_VALUE = re.compile(r"\s*" + _QUOTES + r"(?:[A-Za-z]+\s+)?" + _TOKEN)
+# Redacting a match can expose another (a long word first taken for the scheme, as in
+# "Authorization: <word> <token>"): the text is searched again, a few times at most.
+_MAX_PASSES = 8
 _DESCRIPTIONS = {
     "authorization": "Authorization header",
     "bearer": "bearer token pattern",
@@ -153,20 +162,11 @@ class SecretLint:
                 hits.extend([f"configured secret #{number}"] * text.count(form))
                 text = text.replace(form, REDACTED)
         if patterns and len(text) >= 19 and _has_anchor(text):
-            pieces: list[str] = []
-            last = 0
-            for match in _PATTERNS.finditer(text):
-                kind = match.lastgroup
-                if not kind:
-                    continue
-                start, end = match.span(kind)
-                pieces.append(text[last:start])
-                pieces.append(REDACTED)
-                last = end
-                hits.append(_DESCRIPTIONS[kind.removesuffix("_v")])
-            if pieces:
-                pieces.append(text[last:])
-                text = "".join(pieces)
+            for _ in range(_MAX_PASSES):
+                text, found = _redact_patterns(text)
+                if not found:
+                    break
+                hits.extend(found)
         return text, hits
 
     def redact_known_text(self, text: str) -> tuple[str, list[str]]:
@@ -326,7 +326,7 @@ def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits:
         out: dict[Any, Any] = {}
         for key, item in value.items():
             if type(key) is str:
-                if type(item) is str and _HEADER_KEY.search(key.strip()) and _HEADER_VALUE.fullmatch(item):
+                if type(item) is str and _HEADER_KEY.search(key) and _HEADER_VALUE.match(item):
                     hits.append("Authorization header")
                     item = REDACTED
                 key = _walk(key, redact_text, hits, depth)
@@ -347,6 +347,27 @@ def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits:
                 changes[name] = redacted
         return value.model_copy(update=changes) if changes else value
     return value
+
+
+def _redact_patterns(text: str) -> tuple[str, list[str]]:
+    """One pass of the credential patterns over ``text``: the text with each match's value
+    replaced, and one description per match."""
+    pieces: list[str] = []
+    hits: list[str] = []
+    last = 0
+    for match in _PATTERNS.finditer(text):
+        kind = match.lastgroup
+        if not kind:
+            continue
+        start, end = match.span(kind)
+        pieces.append(text[last:start])
+        pieces.append(REDACTED)
+        last = end
+        hits.append(_DESCRIPTIONS[kind.removesuffix("_v")])
+    if not pieces:
+        return text, hits
+    pieces.append(text[last:])
+    return "".join(pieces), hits
 
 
 def _redaction(where: str, hits: list[str]) -> Redaction:

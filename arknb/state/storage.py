@@ -60,15 +60,15 @@ def state_conflict(session_id: str, expected: int, stored: int, where: str = "")
     return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CONFLICT,
                     f"session {session_id!r}{place} changed since this state was read: the save was "
                     f"based on revision {expected}, but {now}. Nothing was written. Another runtime "
-                    "or process saved the session; load it again (AgentRuntime.restore) to continue "
-                    "from what is stored", Retryability.NEVER)
+                    "or process saved the session; to continue from what is stored, open it again "
+                    "(a new AgentRuntime with this session_id, or AgentRuntime.restore)", Retryability.NEVER)
 
 
 def storage_location(storage: object) -> Hashable:
     """Where ``storage`` keeps its sessions, as a value equal for two stores on the same place.
 
     A store may name its place with a ``location`` attribute (``FileStateStorage``: its
-    resolved directory; ``SQLiteStateStorage``: its resolved file). A store without one is
+    resolved directory; ``SQLiteStore``: its resolved file). A store without one is
     its own place: two instances never share sessions (``MemoryStateStorage``).
     """
     location = getattr(storage, "location", None)

@@ -27,6 +27,9 @@ class ToolContext:
         call_id: The id of this tool call (``ToolCall.id``).
         cancel: Fires when the run is cancelled; long tools should check
             ``ctx.cancel.cancelled`` or ``await ctx.cancel.wait()``.
+        idempotency_key: ``{session_id}:{run_id}:{call_id}``, the same every time this
+            call runs (also after a restore): pass it to a provider's own dedup (an
+            ``Idempotency-Key`` header, a unique column) so a repeated call does no harm.
 
     Example:
         >>> from arknb.tools import ToolContext, tool
@@ -46,3 +49,4 @@ class ToolContext:
     batch_id: str = ""
     call_id: str = ""
     cancel: CancellationToken = field(default_factory=CancellationToken)
+    idempotency_key: str = ""

@@ -18,6 +18,7 @@ from arknb.domain import (
 
 from ._docstring import parse_docstring
 from ._schema import build_argument_spec
+from arknb.domain.json_decode import MAX_JSON_DEPTH
 from arknb.domain.threads import run_blocking
 from .context import ToolContext
 
@@ -38,15 +39,18 @@ class Tool:
     Attributes:
         name: The name the model calls the tool by.
         description: What the model is told the tool does.
-        parameters: The JSON Schema of the arguments (treat as read-only).
+        parameters: The JSON Schema of the arguments (read-only).
         risk: ``ToolRisk.SAFE`` or ``ToolRisk.DANGEROUS`` (dangerous calls wait for approval).
+        read_only: True when the tool only reads (changes nothing outside the agent); in
+            plan review mode only such tools run before a plan is approved.
         definition: The :class:`~arknb.domain.ToolDefinition` given to the model.
         takes_context: True when the function declares a ``ToolContext`` parameter.
         fn: The original function.
     """
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
-                 description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE) -> None:
+                 description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE,
+                 read_only: bool = False, idempotent: bool = False) -> None:
         """Wrap ``fn``; prefer the :func:`tool` decorator.
 
         Args:
@@ -54,6 +58,10 @@ class Tool:
             name: The tool name; defaults to the function's ``__name__``.
             description: Overrides the docstring's first paragraph.
             risk: ``"safe"`` (default) or ``"dangerous"``.
+            read_only: the tool only reads (default False).
+            idempotent: running the tool twice with the same ``ctx.idempotency_key`` has
+                the effect of running it once, so a durable runtime may run it again after
+                a crash instead of asking a person (DESIGN §13).
 
         Raises:
             ArkError: ``config/invalid_argument`` if the function cannot be a tool.
@@ -61,6 +69,7 @@ class Tool:
         if not callable(fn):
             raise invalid_argument(f"tool() expects a function, got {type(fn).__name__}")
         risk_value = _parse_risk(risk)
+        _check_read_only(read_only)
         tool_name = name if name is not None else getattr(fn, "__name__", None)
         if not isinstance(tool_name, str) or not _NAME.match(tool_name):
             raise invalid_argument(
@@ -68,6 +77,8 @@ class Tool:
                 f"(pass name=... to @tool)")
         if description is not None and not isinstance(description, str):
             raise invalid_argument(f"tool description must be a str, got {type(description).__name__}")
+        if not isinstance(idempotent, bool):
+            raise invalid_argument(f"idempotent must be a bool, got {idempotent!r}")
         if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
             raise invalid_argument(f"tool {tool_name!r} is a generator; a tool must return a value")
 
@@ -81,6 +92,8 @@ class Tool:
         self._name = tool_name
         self._description = doc.description if description is None else description
         self._risk = risk_value
+        self._read_only = read_only
+        self._idempotent = idempotent
         self._validator = spec.model.__pydantic_validator__
         self._renamed = spec.renamed
         self._context_param = spec.context_param
@@ -88,7 +101,7 @@ class Tool:
         self._is_async = inspect.iscoroutinefunction(fn) or \
             inspect.iscoroutinefunction(getattr(fn, "__call__", None))
         self._definition = ToolDefinition(name=tool_name, description=self._description,
-                                          parameters=spec.schema, risk=risk_value)
+                                          parameters=spec.schema, risk=risk_value, read_only=read_only)
         # One schema object shared by the tool and its definition.
         self._parameters = self._definition.parameters
 
@@ -104,13 +117,23 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        """The JSON Schema of the model-facing arguments (shared; do not mutate)."""
+        """The JSON Schema of the model-facing arguments (read-only, shared with :attr:`definition`)."""
         return self._parameters
 
     @property
     def risk(self) -> ToolRisk:
         """The tool's risk level."""
         return self._risk
+
+    @property
+    def read_only(self) -> bool:
+        """True when the tool only reads (it may run before a plan is approved)."""
+        return self._read_only
+
+    @property
+    def idempotent(self) -> bool:
+        """True if the tool declared that repeating a call with the same idempotency key is harmless."""
+        return self._idempotent
 
     @property
     def definition(self) -> ToolDefinition:
@@ -137,7 +160,8 @@ class Tool:
         return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"Tool(name={self._name!r}, risk={self._risk.value!r})"
+        extra = (", read_only=True" if self._read_only else "") + (", idempotent=True" if self._idempotent else "")
+        return f"Tool(name={self._name!r}, risk={self._risk.value!r}{extra})"
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate ``arguments`` and run the tool, turning every outcome into a result.
@@ -222,8 +246,13 @@ class Tool:
         for error in exc.errors(include_url=False):
             loc = ".".join(str(part) for part in error["loc"])
             kind = error["type"]
-            if kind == "json_invalid":
+            if kind == "json_invalid" and "recursion limit" in error["msg"]:
+                # pydantic-core's JSON parser stops at MAX_JSON_DEPTH, as ToolCall.arguments does
+                problems.append(f"arguments are nested more than {MAX_JSON_DEPTH} levels deep")
+            elif kind == "json_invalid":
                 problems.append(f"arguments are not valid JSON ({error['msg']})")
+            elif kind == "recursion_loop":
+                problems.append(f"{loc or 'arguments'}: nested too deeply (or contains itself)")
             elif not loc and kind in ("model_type", "dict_type"):
                 problems.append(f"arguments must be a JSON object, got {_json_type(error['input'])}")
             elif kind in ("missing", "extra_forbidden"):
@@ -240,12 +269,13 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         risk: ToolRisk | str = ToolRisk.SAFE) -> Callable[[Callable[..., Any]], Tool]: ...
+         risk: ToolRisk | str = ToolRisk.SAFE, read_only: bool = False,
+         idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
-         description: str | None = None,
-         risk: ToolRisk | str = ToolRisk.SAFE) -> Tool | Callable[[Callable[..., Any]], Tool]:
+         description: str | None = None, risk: ToolRisk | str = ToolRisk.SAFE,
+         read_only: bool = False, idempotent: bool = False) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a :class:`Tool`.
 
     The JSON Schema comes from the signature (via pydantic), the description from the
@@ -258,6 +288,12 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
         name: The tool name; defaults to the function name.
         description: Overrides the docstring.
         risk: ``"safe"`` (default) or ``"dangerous"`` (calls wait for approval).
+        read_only: declare that the tool only reads and changes nothing outside the agent
+            (``@tool(read_only=True)``); in plan review mode such tools run before a plan
+            is approved, so the model can investigate first (DESIGN §14).
+        idempotent: the tool dedups on ``ctx.idempotency_key`` (or has no side
+            effects), so after a crash a durable runtime runs an interrupted call
+            again instead of asking a person.
 
     Returns:
         A :class:`Tool`, or a decorator producing one when called with options.
@@ -277,12 +313,16 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
     if fn is not None:
         if isinstance(fn, Tool):
             return fn
-        return Tool(fn, name=name, description=description, risk=risk)
+        return Tool(fn, name=name, description=description, risk=risk, read_only=read_only, idempotent=idempotent)
     risk_value = _parse_risk(risk)  # fail at the decorator line, before the def
+    _check_read_only(read_only)
+    if not isinstance(idempotent, bool):
+        raise invalid_argument(f"idempotent must be a bool, got {idempotent!r}")
 
     def decorate(inner: Callable[..., Any]) -> Tool:
         target = inner.fn if isinstance(inner, Tool) else inner
-        return Tool(target, name=name, description=description, risk=risk_value)
+        return Tool(target, name=name, description=description, risk=risk_value, read_only=read_only,
+                    idempotent=idempotent)
 
     return decorate
 
@@ -295,6 +335,11 @@ def _parse_risk(risk: ToolRisk | str) -> ToolRisk:
         raise invalid_argument(f"invalid tool risk {risk!r}: expected one of {allowed}") from None
 
 
+def _check_read_only(read_only: Any) -> None:
+    if not isinstance(read_only, bool):
+        raise invalid_argument(f"read_only must be True or False, got {read_only!r}")
+
+
 def _to_result(value: Any) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
@@ -304,7 +349,12 @@ def _to_result(value: Any) -> ToolResult:
         return _text_result(json.dumps(value))
     # Unknown types (numpy scalars, DataFrames...) degrade to str rather than fail a
     # call whose side effects already happened.
-    return _text_result(json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False))
+    try:
+        return _text_result(json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False))
+    except (ValueError, TypeError, RecursionError) as exc:  # too deep, a cycle, a key JSON cannot hold
+        return ToolResult.from_text(
+            f"the tool ran, but its return value ({type(value).__name__}) cannot be written as JSON: {exc}; "
+            "return a string or a ToolResult instead", is_error=True, error_code=ErrorCode.TOOL_FAILED)
 
 
 def _text_result(text: str) -> ToolResult:
@@ -328,5 +378,8 @@ def _json_type(value: Any) -> str:
 
 
 def _short_repr(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "a value nested too deeply to show"
     return text if len(text) <= _MAX_INPUT_REPR else text[:_MAX_INPUT_REPR - 3] + "..."

@@ -106,6 +106,11 @@ class ToolRegistry:
         found = self._tools.get(name)
         return None if found is None else found.risk
 
+    def is_idempotent(self, name: str) -> bool:
+        """True if the tool called ``name`` was declared ``@tool(idempotent=True)``."""
+        found = self._tools.get(name)
+        return found is not None and found.idempotent
+
     async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run one call and return its result; never raises except ``asyncio.CancelledError``.
 

@@ -50,7 +50,11 @@ class ApprovalCards:
             batch = whole()
             if batch is None:
                 return []
-            return [{**approval_dict(item), "batch_id": str(batch.batch_id)} for item in batch.items]
+            # Each card shows its item's kind: an "in_doubt" card offers rerun / done / failed
+            # (DESIGN §13; every item of an in-doubt batch is one), a "plan" card a plan review.
+            in_doubt = str(getattr(batch, "kind", "tool")) == "in_doubt"
+            return [{**approval_dict(item), "batch_id": str(batch.batch_id),
+                     **({"kind": "in_doubt"} if in_doubt else {})} for item in batch.items]
         # A controller without the whole batch: only its pending items.
         return [a for a in map(approval_dict, controller.list_pending_approvals()) if a["decision"] == "pending"]
 
@@ -77,6 +81,11 @@ class ApprovalCards:
         """True while some item of the batch waits for a decision."""
         return any(a["decision"] == "pending" and not self._ui.get(a["approval_id"], {}).get("recorded")
                    for a in self._batch())
+
+    def pending_kind(self, kind: str) -> bool:
+        """True while an item of ``kind`` (``"plan"``: a plan review) waits for a decision."""
+        return any(a["decision"] == "pending" and a.get("kind") == kind
+                   and not self._ui.get(a["approval_id"], {}).get("recorded") for a in self._batch())
 
     def recorded(self, approval_id: str) -> str | None:
         """The decision this chat knows for ``approval_id`` (None while pending or unknown)."""
@@ -141,6 +150,24 @@ class ApprovalCards:
             self._ui[approval_id] = {"error": text}
         return False, text
 
+    async def resolve(self, resolution: str, approval_id: str, text: str | None) -> tuple[bool, str | None]:
+        """A person's decision on an in-doubt card (``rerun``, ``mark_done``, ``mark_failed``):
+        ask the controller; returns ``(ok, error text)`` and updates the card."""
+        controller = self.runtime.controller
+        if resolution == "rerun":
+            result = await controller.rerun(approval_id)
+        elif resolution == "mark_done":
+            result = await controller.mark_done(approval_id, text or "")
+        else:
+            result = await controller.mark_failed(approval_id, text or "marked failed in the chat")
+        self.dirty = True
+        if bool(getattr(result, "ok", True)):
+            self._record(approval_id, _value(getattr(result, "decision", None)) or resolution, None)
+            return True, None
+        error_message = error_text(getattr(result, "error", None)) or "the runtime refused the decision"
+        self._ui[approval_id] = {"error": error_message}
+        return False, error_message
+
     def failed(self, approval_id: str, exc: BaseException) -> tuple[bool, str]:
         """The controller raised: the card is live again and shows why."""
         text = error_text(exc)
@@ -161,7 +188,8 @@ def approval_dict(item: Any) -> dict[str, Any]:
     return {"approval_id": str(data.get("approval_id")), "call_id": call["id"], "tool_name": call["name"],
             "arguments": call["arguments"], "risk_level": str(data.get("risk_level") or ""),
             "reason": str(data.get("reason") or ""), "decision": _value(data.get("decision")) or "pending",
-            "deny_reason": data.get("deny_reason")}
+            "deny_reason": data.get("deny_reason"), "kind": str(data.get("kind") or "tool"),
+            "detail": dict(data.get("detail") or {})}
 
 
 def _takes_batch_id(controller: Any) -> bool:

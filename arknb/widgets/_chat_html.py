@@ -141,8 +141,24 @@ def _approvals(t: Transcript) -> str:
     return "".join(out)
 
 
+_TODO_MARK = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "cancelled": "[-]"}
+
+
+def _plan(plan: dict[str, Any] | None) -> str:
+    """The todo list (plan mode) as a checklist after the transcript."""
+    items = (plan or {}).get("items") or []
+    if not items:
+        return ""
+    rows = "".join(f'<li data-status="{esc(i.get("status"))}"><code>{esc(_TODO_MARK.get(i.get("status"), "[ ]"))}</code> '
+                   f'{esc(i.get("content"))}</li>' for i in items)
+    approved = " · approved" if plan.get("approved") else ""
+    return (f'<div class="arknb-s-entry arknb-s-plan"><span class="arknb-s-who">Plan</span> '
+            f'<span class="arknb-s-muted">version {esc(plan.get("version"))}{approved}</span>'
+            f'<ul style="list-style: none; padding-left: 0.5em; margin: 2px 0">{rows}</ul></div>')
+
+
 def chat_html(t: Transcript, *, status: str, full_document: bool, limit: int | None = None,
-              detached: str = "", static_id: str = "") -> str:
+              detached: str = "", static_id: str = "", plan: dict[str, Any] | None = None) -> str:
     """The transcript as HTML.
 
     Args:
@@ -152,6 +168,7 @@ def chat_html(t: Transcript, *, status: str, full_document: bool, limit: int | N
             block of the notebook output when ``static_id`` is given (``static_block``).
         limit: at most this many of the newest entries, long texts clipped; None for all.
         detached: the chat's detached notice, if any.
+        plan: the chat's todo list (its ``plan`` trait), shown after the transcript.
     """
     if limit is None:
         parts = [_entry(e, 0) for e in t.entries]
@@ -171,7 +188,7 @@ def chat_html(t: Transcript, *, status: str, full_document: bool, limit: int | N
             + (f" · showing the newest {shown:,}" if left_out else "")
             + (" · static copy: run the notebook for the live chat" if static_id else "")
             + (f" · {esc(detached)}" if detached else "") + "</div>")
-    body = "".join(parts) + _approvals(t)
+    body = "".join(parts) + _plan(plan) + _approvals(t)
     if full_document:
         return document("arknb chat", f'<div class="arknb-static arknb-static-chat arknb-standalone">{head}{body}</div>')
     fragment = f'<div class="arknb-static-chat">{head}{body}</div>'

@@ -26,6 +26,9 @@ Browser -> kernel (typed actions):
   ``{"type": "deny", "approval_id", "reason"}``, ``{"type": "stop"}``,
   ``{"type": "suspend"}``, ``{"type": "resume"}``: user actions (each may carry a
   ``request_id`` that the ``action_result`` echoes).
+* ``{"type": "rerun", "approval_id"}``, ``{"type": "mark_done", "approval_id", "text"}``,
+  ``{"type": "mark_failed", "approval_id", "text"}``: a person's decision on an in-doubt
+  call (an approval card of kind ``in_doubt``, DESIGN §13).
 * ``{"type": "hello", "have": n}``: a view came up (or found a gap); the kernel
   answers with a fresh snapshot trait (chat) or the events from ``have`` on (timeline;
   ``have`` null or out of reach: the newest page, with ``reset``).
@@ -56,7 +59,11 @@ class Action:
     STOP = "stop"
     SUSPEND = "suspend"
     RESUME = "resume"
+    RERUN = "rerun"
+    MARK_DONE = "mark_done"
+    MARK_FAILED = "mark_failed"
     HELLO = "hello"
     OLDER = "older"
 
-    USER_ACTIONS: frozenset[str] = frozenset({SEND, APPROVE, DENY, STOP, SUSPEND, RESUME})
+    IN_DOUBT_ACTIONS: frozenset[str] = frozenset({RERUN, MARK_DONE, MARK_FAILED})
+    USER_ACTIONS: frozenset[str] = frozenset({SEND, APPROVE, DENY, STOP, SUSPEND, RESUME, *IN_DOUBT_ACTIONS})

@@ -195,7 +195,10 @@ def summary(event: Mapping[str, Any]) -> str:
     if etype == "plan.updated":
         plan = as_dict(p.get("plan"))
         items = plan.get("items") if isinstance(plan.get("items"), (list, tuple)) else ()
-        return _join(f"plan v{_q(plan.get('version'))}", f"{len(items)} items")
+        done = sum(1 for i in items if isinstance(i, Mapping) and i.get("status") == "completed")
+        change = {"status": "statuses only", "new": "new plan"}.get(str(p.get("change")), "")
+        return _join(f"plan v{_q(plan.get('version'))}", f"{len(items)} items", f"{done} done", change,
+                     "approved" if p.get("approved") else "")
     if etype == "plan.review_required":
         return f"plan review needed ({p.get('approval_id') or '?'})"
     if etype == "plan.review_resolved":

@@ -43,6 +43,7 @@ from itertools import compress, repeat
 from operator import attrgetter, eq, itemgetter, ne
 from typing import Any
 
+from ..domain.frozen import FrozenDict, FrozenList
 from ._payload import jsonable
 
 __all__ = ["CHUNK", "decode", "encode", "event_dict"]
@@ -58,8 +59,26 @@ _ITEM = {name: itemgetter(name) for name in _FIELDS}
 _KIND, _TEXT, _INDEX = itemgetter("kind"), itemgetter("text"), itemgetter("index")
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_TOP_LEVEL = _SCALARS | {dict, list}
+# Runtime payloads are frozen all the way down (DESIGN §4): their dicts and lists are
+# read-only subclasses, which json and the comm encode as the dicts and lists they are.
+# The checks below compare exact types (C-level set lookups); a frozen subclass they have
+# not met yet is learnt the first time (see _json_container).
+_DICTS = {dict, FrozenDict}
+_TOP_LEVEL = set(_SCALARS) | _DICTS | {list, FrozenList}
 _types_of = partial(map, type)
+
+
+def _json_container(kind: type) -> bool:
+    """True if ``kind`` is a frozen dict or list (any subclass: the events module has its
+    own); it then joins the exact-type sets, so later checks accept it at C speed."""
+    if issubclass(kind, FrozenDict):
+        _DICTS.add(kind)
+        _TOP_LEVEL.add(kind)
+        return True
+    if issubclass(kind, FrozenList):
+        _TOP_LEVEL.add(kind)
+        return True
+    return False
 
 
 def _plain(value: Any) -> Any:
@@ -69,9 +88,9 @@ def _plain(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind is dict:
+    if kind is dict or isinstance(value, FrozenDict):
         return {k if type(k) is str else str(k): _plain(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple or isinstance(value, FrozenList):
         return [_plain(v) for v in value]
     return jsonable(value)
 
@@ -81,28 +100,34 @@ def _is_plain(value: Any) -> bool:
     kind = type(value)
     if kind in _SCALARS:
         return True
-    if kind is dict:
+    if kind is dict or isinstance(value, FrozenDict):
         return all(type(k) is str and _is_plain(v) for k, v in value.items())
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple or isinstance(value, FrozenList):
         return all(map(_is_plain, value))
     return False
 
 
 def _top_plain(payload: Any) -> bool:
-    """An AgentEvent payload is JSON-ready by contract (the runtime builds it from plain
-    values), so only its top level is checked on the hot path: a plain dict whose
-    values are plain JSON types."""
-    return type(payload) is dict and _TOP_LEVEL.issuperset(map(type, payload.values())) \
-        and all(type(k) is str for k in payload)
+    """An AgentEvent payload is JSON-ready by contract (the runtime builds it from JSON
+    values, frozen), so only its top level is checked on the hot path: a dict (plain
+    or frozen) whose values are JSON types (exact types: a subclass may encode otherwise)."""
+    if not (type(payload) in _DICTS or _json_container(type(payload))):
+        return False
+    if not _TOP_LEVEL.issuperset(map(type, payload.values())) and not all(
+            kind in _TOP_LEVEL or _json_container(kind) for kind in map(type, payload.values())):
+        return False
+    return all(type(k) is str for k in payload)
 
 
 def event_dict(event: Any) -> dict[str, Any]:
     """One event as the JSON-ready dict of ``AgentEvent.to_dict()``.
 
-    An ``AgentEvent`` payload is checked at its top level only (see :func:`_top_plain`);
-    a payload with anything else at the top (a read-only view, a tuple, a model) is
-    converted whole. ``tests/widgets/test_timeline_wire.py`` checks that real runtime
-    payloads are plain all the way down. Dicts from recorded traces are checked deeply.
+    An ``AgentEvent`` payload is JSON-ready by contract (the runtime builds it from
+    JSON values, frozen), so only its top level is checked on this hot path (see
+    :func:`_top_plain`); a payload with anything else at the top (a mapping view, a
+    tuple, a model) is converted whole. ``tests/widgets/test_timeline_wire.py`` checks
+    that real runtime payloads are JSON-ready all the way down. Dicts from recorded
+    traces are checked deeply.
     """
     to_dict = getattr(event, "to_dict", None)  # an AgentEvent: the hot path, no ABC check
     if to_dict is None and isinstance(event, Mapping):

@@ -262,7 +262,8 @@ class Transcript:
         approval = {"approval_id": aid, "call_id": call["id"], "tool_name": call["name"],
                     "arguments": call["arguments"], "risk_level": str(data.get("risk_level") or ""),
                     "reason": str(data.get("reason") or ""), "decision": str(data.get("decision") or "pending"),
-                    "deny_reason": data.get("deny_reason")}
+                    "deny_reason": data.get("deny_reason"), "kind": str(data.get("kind") or "tool"),
+                    "detail": dict(data.get("detail") or {})}
         self.approvals[aid] = approval
         if call["id"]:
             self._tool(call, status="awaiting_approval" if approval["decision"] == "pending"

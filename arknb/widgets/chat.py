@@ -14,6 +14,7 @@ from ..events import EventTypes
 from ._base import RuntimeWidget, bundle, check_events, check_runtime, spawn
 from ._chat_approvals import ApprovalCards
 from ._chat_html import chat_html
+from ._chat_plan import PlanPanel
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._payload import error_text
 from ._protocol import Action, Msg
@@ -37,7 +38,7 @@ _DETACHED_WHY = {
 }
 # Traits only the kernel writes; the front end acts through messages (see set_state).
 _KERNEL_TRAITS = frozenset({"_snapshot", "approvals", "status", "read_only", "error", "detached", "input_block",
-                            "suspending", "static_id"})
+                            "suspending", "static_id", "plan"})
 
 
 class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
@@ -95,6 +96,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     """True from a Suspend click until the run reaches its checkpoint."""
     static_id = traitlets.Unicode("").tag(sync=True)
     """Ties the views to the static companion output (and keys the transcript they share)."""
+    plan = traitlets.Dict().tag(sync=True)
+    """The planner's todo list (``{}`` before any plan): ``version``, ``items`` (``content``,
+    ``status``), ``approved``, ``mode``; replaced each time ``write_todos`` changes it."""
 
     def __init__(self, runtime: Any = None, *, events: Iterable[Any] | None = None,
                  interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] | None = None,
@@ -110,16 +114,21 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         self._controls_dirty = True
         self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
         self._twin = StaticTwin(self, self._static_html, clock=clock, call_later=call_later)
+        self._plan_dirty = True
         if runtime is None:
             self._transcript = Transcript()
+            self._plan = PlanPanel()
             for event in check_events(events or (), "ChatWidget"):
                 self._transcript.apply(event)
+                self._plan.apply(event)
             self.read_only = True
         else:
             check_runtime(runtime, "ChatWidget")
             self._transcript = self._from_state()
+            self._plan = PlanPanel.from_state(runtime.state)
             for event in events or ():
                 self._transcript.apply(event)
+                self._plan.apply(event)
             why = getattr(runtime, "detached", None)  # AgentRuntime: the reason, or None
             if isinstance(why, str) and why:
                 self.detached = _detached_text(why)
@@ -163,13 +172,14 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         Model and tool text is rendered as Markdown with raw HTML shown as text,
         links limited to http(s)/mailto and images to inline data, as in the live view.
         """
-        return chat_html(self._transcript, status=self._transcript.status, full_document=full_document)
+        return chat_html(self._transcript, status=self._transcript.status, full_document=full_document,
+                         plan=self._plan.value)
 
     def _static_html(self) -> str:
         # The companion output: the newest entries only, so refreshing it costs the same
         # in a long session as in a short one.
         return chat_html(self._transcript, status=self._transcript.status, full_document=False, limit=STATIC_LIMIT,
-                         detached=self.detached, static_id=self.static_id)
+                         detached=self.detached, static_id=self.static_id, plan=self._plan.value)
 
     def _ipython_display_(self) -> None:
         if self.comm is None:  # closed: only the static copy is left to show
@@ -208,6 +218,8 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             # The runtime read its saved session after this chat was built: show it.
             self._transcript = self._from_state()
             self._cards.transcript = self._transcript
+            self._plan = PlanPanel.from_state(self._runtime.state)
+            self._plan_dirty = True
             self._seq += 1  # a new transcript: every view takes the snapshot, none keeps its own
             self._want_snapshot = self._controls_dirty = True
             self._cards.dirty = True
@@ -219,6 +231,12 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             self._controls_dirty = self._cards.dirty = True
             self._coalescer.structural()
             self._settled()
+            return
+        if etype == EventTypes.PLAN_UPDATED:
+            # The todo list is durable: a trait, replaced in place as write_todos changes it.
+            if self._plan.apply(event):
+                self._plan_dirty = True
+                self._coalescer.structural()
             return
         structural = self._transcript.apply(event)
         if etype in _APPROVAL_EVENTS:
@@ -251,6 +269,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
                 self.input_block = self._input_block()
             if self._cards.dirty:
                 self.approvals = self._cards.items(detached=bool(self.detached))
+            if self._plan_dirty:
+                self._plan_dirty = False
+                self.plan = dict(self._plan.value)
 
     def _input_block(self) -> str:
         runtime = self._runtime
@@ -263,6 +284,11 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         if getattr(runtime, "is_running", False):
             return "a run is in progress: wait for it to finish, or press Stop"
         if self._cards.pending():
+            batch = getattr(getattr(runtime, "state", None), "pending_approval", None)
+            if getattr(batch, "kind", None) == "in_doubt":
+                return "a call may or may not have run: rerun it, or mark it done or failed first"
+            if self._cards.pending_kind("plan"):
+                return "a plan waits for your review: approve or reject it first"
             return "a tool call waits for your approval: approve or deny it first"
         return ""
 
@@ -328,6 +354,17 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         reason = content.get("reason")
         self._decide(Action.DENY, str(content.get("approval_id") or ""), str(reason) if reason else None, request_id)
 
+    def _do_rerun(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.RERUN, str(content.get("approval_id") or ""), None, request_id)
+
+    def _do_mark_done(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.MARK_DONE, str(content.get("approval_id") or ""), str(content.get("text") or ""),
+                     request_id)
+
+    def _do_mark_failed(self, content: dict[str, Any], request_id: Any) -> None:
+        self._decide(Action.MARK_FAILED, str(content.get("approval_id") or ""), str(content.get("text") or ""),
+                     request_id)
+
     def _decide(self, action: str, approval_id: str, reason: str | None, request_id: Any) -> None:
         cards = self._cards
         refusal = cards.check(approval_id)  # re-read the controller before acting
@@ -339,7 +376,10 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         self.approvals = cards.items(detached=False)
 
         async def decide() -> None:
-            result = await cards.decide(action == Action.APPROVE, approval_id, reason)
+            if action in Action.IN_DOUBT_ACTIONS:  # an in-doubt card (DESIGN §13)
+                result = await cards.resolve(action, approval_id, reason)
+            else:
+                result = await cards.decide(action == Action.APPROVE, approval_id, reason)
             self._decided(action, approval_id, request_id, result)
 
         spawn(decide(), self._tasks,

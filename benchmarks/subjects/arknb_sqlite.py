@@ -1,4 +1,4 @@
-"""Subject (e): arknb on the durable SQLite store (``arknb.durable.SQLiteStateStorage``).
+"""Subject (e): arknb on the durable SQLite store (``arknb.durable.SQLiteStore``).
 
 Each run uses a fresh session id in one database file under a temporary directory;
 the store is opened once, as an application would.
@@ -19,7 +19,7 @@ SUBJECT = "arknb+SQLite"
 
 try:
     import arknb as ark
-    from arknb.durable import SQLiteStateStorage as Store
+    from arknb.durable import SQLiteStore as Store
     from arknb_common import ModelBuildTimer, make_tool, stream_run
 except ImportError as exc:
     report_unavailable(SUBJECT, f"n/a (not built yet: {exc})")

@@ -1,5 +1,5 @@
 // ChatWidget front end (arknb/widgets/chat.py). State: the `_snapshot`, `approvals`,
-// `status`, `read_only`, `error`, `detached`, `input_block` and `suspending` traits, plus
+// `status`, `read_only`, `error`, `detached`, `input_block`, `suspending` and `plan` traits, plus
 // numbered `delta` messages folded in once per animation frame (chat_store.js).
 // Actions go back as typed messages (see _protocol.py).
 import { Action } from "./lib/protocol.js";
@@ -8,6 +8,7 @@ import { renderMarkdown } from "./lib/markdown.js";
 import { diffView } from "./lib/diff.js";
 import { hideStaticTwin } from "./lib/static_twin.js";
 import { storeFor } from "./chat_store.js";
+import { planReviewCard, todoPanel } from "./chat_plan.js";
 
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
 const COLLAPSE_CHARS = 1200; // tool results longer than this (or COLLAPSE_LINES) start collapsed
@@ -75,6 +76,7 @@ function createView(model, el, store) {
   const errorBar = h("div", { class: "arknb-error", testid: "arknb-error", role: "alert" });
   const log = h("div", { class: "arknb-log", testid: "arknb-transcript", role: "log", "aria-live": "polite" });
   const approvalsBox = h("div", { class: "arknb-approvals", testid: "arknb-approvals" });
+  const todos = todoPanel();
   const input = h("textarea", { class: "arknb-input", testid: "arknb-input", rows: "2",
     placeholder: "Message the agent — Enter sends, Shift+Enter adds a line", "aria-label": "Message" });
   const sendBtn = h("button", { class: "arknb-btn arknb-btn-primary", testid: "arknb-send", type: "button" }, "Send");
@@ -88,7 +90,7 @@ function createView(model, el, store) {
   const root = h("div", { class: "arknb arknb-chat", testid: "arknb-chat", "data-lm-suppress-shortcuts": "true" },
     h("div", { class: "arknb-toolbar" }, h("span", { class: "arknb-title" }, "Agent"), status,
       h("span", { class: "arknb-spacer" }), suspendBtn, resumeBtn, stopBtn),
-    detachedBar, suspendingBar, errorBar, log, approvalsBox, composer);
+    detachedBar, suspendingBar, errorBar, log, todos.root, approvalsBox, composer);
   input.value = store.draft;
 
   const isDetached = () => !!model.get("detached") || kernelGone(el, store);
@@ -294,10 +296,17 @@ function createView(model, el, store) {
     const had = active && approvalsBox.contains(active)
       ? { id: active.closest("[data-approval-id]")?.dataset.approvalId, testid: active.dataset.testid } : null;
     approvalsBox.replaceChildren(...items.map((a) => {
+      if (a.kind === "in_doubt") return inDoubtCard(a, ro, detached);
       const decision = decided.get(a.approval_id) || (a.decision !== "pending" ? a.decision : null);
       const busy = !decision && (a.deciding || deciding.has(a.approval_id));
       const usable = !ro && !detached && !decision && !busy && a.live !== false;
       const err = cardErrors.get(a.approval_id) || a.error;
+      if (a.kind === "plan") {
+        return planReviewCard(a, { usable, busy, decision, error: err, note: a.note, readOnly: ro,
+          state: decision ? "decided" : busy ? "deciding" : usable ? "live" : "dead",
+          onApprove: () => decide(a.approval_id, Action.APPROVE),
+          onReject: (why) => decide(a.approval_id, Action.DENY, why) });
+      }
       const reason = h("input", { class: "arknb-reason", testid: "arknb-deny-reason", type: "text",
         placeholder: "reason (optional)", "aria-label": `Reason for denying ${a.tool_name}`, disabled: !usable });
       const approve = h("button", { class: "arknb-btn arknb-btn-primary", testid: "arknb-approve", type: "button",
@@ -341,12 +350,55 @@ function createView(model, el, store) {
     }
   }
 
+  /** A call a crash left with an unknown fate (DESIGN §13): the person reruns it, or says
+   * what it did (its result text) or that it failed (the reason). */
+  function inDoubtCard(a, ro, detached) {
+    const decision = decided.get(a.approval_id) || (a.decision !== "pending" ? a.decision : null);
+    const busy = !decision && (a.deciding || deciding.has(a.approval_id));
+    const usable = !ro && !detached && !decision && !busy && a.live !== false;
+    const err = cardErrors.get(a.approval_id) || a.error;
+    const text = h("input", { class: "arknb-reason", testid: "arknb-in-doubt-text", type: "text",
+      placeholder: "what it returned, or why it failed", "aria-label": `Outcome of ${a.tool_name}`,
+      disabled: !usable });
+    const button = (testid, label, cls, type) => {
+      const b = h("button", { class: `arknb-btn ${cls}`, testid, type: "button", disabled: !usable }, label);
+      b.addEventListener("click", () => decide(a.approval_id, type, text.value.trim()));
+      return b;
+    };
+    let actions;
+    if (ro) actions = h("div", { class: "arknb-muted" }, "in doubt (read-only replay)");
+    else if (decision) {
+      actions = h("div", { class: "arknb-decision", testid: "arknb-approval-decision" },
+        { rerun: "↻ run again", done: "✓ marked done", failed: "✗ marked failed", approved: "↻ run again",
+          denied: "✓ settled by a person" }[decision] || decision);
+    } else if (busy) {
+      actions = h("span", { class: "arknb-muted", testid: "arknb-approval-deciding" }, "deciding…");
+    } else {
+      actions = h("div", { class: "arknb-approval-actions" },
+        button("arknb-rerun", "Rerun", "arknb-btn-primary", Action.RERUN), text,
+        button("arknb-mark-done", "Mark done", "", Action.MARK_DONE),
+        button("arknb-mark-failed", "Mark failed", "arknb-btn-danger", Action.MARK_FAILED));
+    }
+    const state = decision ? "decided" : busy ? "deciding" : usable ? "live" : "dead";
+    return h("div", { class: "arknb-card arknb-approval arknb-in-doubt", testid: "arknb-in-doubt",
+      "data-approval-id": a.approval_id, "data-deciding": String(!!busy), "data-state": state, role: "group",
+      "aria-label": `${a.tool_name} may or may not have run` },
+      h("div", { class: "arknb-card-head" },
+        h("span", { class: "arknb-tool-name" }, a.tool_name),
+        h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, "in doubt")),
+      a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
+      h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
+      actions,
+      err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
+  }
+
   /** After a decision, keyboard focus goes to the next card still waiting, else the send box. */
   function moveFocus(fromId) {
-    const cards = [...approvalsBox.querySelectorAll("[data-testid='arknb-approval']")];
+    const cards = [...approvalsBox.querySelectorAll("[data-approval-id]")];
     const at = cards.findIndex((c) => c.dataset.approvalId === fromId);
     const order = [...cards.slice(at + 1), ...cards.slice(0, Math.max(at, 0))];
-    const next = order.map((c) => c.querySelector("[data-testid='arknb-approve']:not([disabled])")).find(Boolean);
+    const next = order.map((c) => c.querySelector(
+      "[data-testid='arknb-approve']:not([disabled]), [data-testid='arknb-plan-approve']:not([disabled])")).find(Boolean);
     (next || input).focus();
   }
 
@@ -355,6 +407,7 @@ function createView(model, el, store) {
     cardErrors.delete(approvalId);
     const payload = { approval_id: approvalId };
     if (type === Action.DENY && reason) payload.reason = reason;
+    if ((type === Action.MARK_DONE || type === Action.MARK_FAILED) && reason) payload.text = reason;
     deciding.set(approvalId, store.request({ type, ...payload }));
     renderApprovals();
     moveFocus(approvalId);
@@ -377,6 +430,7 @@ function createView(model, el, store) {
   };
 
   const onStatus = () => { refreshControls(); renderApprovals(); };
+  const renderTodos = () => todos.render(model.get("plan") || {});
   const onConnection = () => { refreshControls(); renderApprovals(); };
   // ipywidgets marks a view whose kernel went away with a class on its element.
   const observer = typeof MutationObserver === "function" ? new MutationObserver(onConnection) : null;
@@ -396,7 +450,7 @@ function createView(model, el, store) {
 
   const listeners = [
     ...["status", "error", "read_only", "detached", "input_block", "suspending"].map((t) => [`change:${t}`, onStatus]),
-    ["change:approvals", renderApprovals], ["comm_live_update", onConnection]];
+    ["change:approvals", renderApprovals], ["change:plan", renderTodos], ["comm_live_update", onConnection]];
   store.results.add(onResult);
   store.views.add(view);
   for (const [name, handler] of listeners) model.on(name, handler);
@@ -405,6 +459,7 @@ function createView(model, el, store) {
   if (store.snapshotPending) store.flushNow(); // also updates this view
   else update(true, new Set());
   renderApprovals();
+  renderTodos();
   root.dataset.ready = "true";
   return destroy;
 }

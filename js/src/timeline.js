@@ -139,11 +139,16 @@ function render({ model, el }) {
     const e = store.at(pos);
     const c = info(e);
     const t0 = index.t0 ?? 0;
+    const family = String(e.type).split(".")[0];
+    const mark = family === "plan" || family === "skill" ? family : null; // DESIGN §14 milestones
     return h("div", { class: `arknb-row arknb-status-${c.status || "none"}`, testid: "arknb-timeline-row",
-      "data-type": e.type, "data-sequence": String(e.sequence), "data-index": String(pos), "data-status": c.status },
+      "data-type": e.type, "data-sequence": String(e.sequence), "data-index": String(pos), "data-status": c.status,
+      "data-mark": mark },
     h("span", { class: "arknb-row-time" }, fmtTime((Number(e.timestamp) || 0) - t0)),
     h("span", { class: "arknb-row-seq" }, `#${e.sequence}`),
-    h("span", { class: `arknb-row-type arknb-type-${String(e.type).split(".")[0]}` }, e.type),
+    h("span", { class: `arknb-row-type arknb-type-${family}` },
+      mark ? h("span", { class: `arknb-mark-dot arknb-mark-${mark}`, "aria-hidden": "true" }, mark === "plan" ? "☑" : "✦")
+        : null, e.type),
     h("span", { class: "arknb-row-summary", title: c.summary }, c.summary));
   }
 

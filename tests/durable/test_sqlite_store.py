@@ -1,4 +1,4 @@
-"""SQLiteStateStorage: append-only saves, two writers, corrupt and foreign files, closing.
+"""SQLiteStore: append-only saves, two writers, corrupt and foreign files, closing.
 
 The behaviour every backend shares runs from tests/state/test_storage_backends.py
 (the ``storage`` fixture includes this store); here is what is particular to SQLite.
@@ -14,7 +14,7 @@ import pytest
 
 import arknb as ark
 from arknb.domain import AgentMessage, ArkError, Usage
-from arknb.durable import SQLiteStateStorage
+from arknb.durable import SQLiteStore
 from arknb.durable._database import LAYOUT_VERSION
 from arknb.state import SCHEMA_VERSION, AgentState, StateStorage
 from tests.runtime._approval_kit import Tools, assert_history_paired, dangerous_turn
@@ -28,12 +28,12 @@ def db(tmp_path):
 
 @pytest.fixture
 def full_state() -> AgentState:
-    return make_full_state(revision=0)
+    return make_full_state(revision=0)  # a first save: nothing stored yet
 
 
 @pytest.fixture
 async def store(db):
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     yield storage
     await storage.aclose()
 
@@ -64,48 +64,49 @@ def _audited(db, table: str = "messages") -> list[tuple[str, int]]:
     return rows
 
 
+async def put(store: SQLiteStore, state: AgentState) -> int:
+    """Save ``state`` on top of whatever is stored: these tests are about rows, not about
+    revision conflicts (tests/durable/test_store_conformance.py has those)."""
+    try:
+        rows = _sql(store.path, "SELECT revision FROM sessions WHERE session_id = ? AND header IS NOT NULL",
+                    params=(state.session_id,))
+    except sqlite3.Error:  # no database yet, or not ours: the save itself says so
+        rows = []
+    return await store.save(state.model_copy(update={"revision": rows[0][0] if rows else 0}))
+
+
+def same(loaded: AgentState | None, expected: AgentState) -> bool:
+    """Equal apart from the revision (which the store sets)."""
+    return loaded is not None and loaded.model_copy(update={"revision": 0}) == expected.model_copy(
+        update={"revision": 0})
+
+
 def _messages(*texts: str) -> tuple[AgentMessage, ...]:
     return tuple(AgentMessage.user(text) for text in texts)
-
-
-def _stored_revision(db, session_id: str) -> int:
-    if not db.exists():
-        return 0
-    rows = _sql(db, "SELECT json_extract(header, '$.revision') FROM sessions WHERE session_id = ?",
-                params=(session_id,))
-    return rows[0][0] or 0 if rows else 0
-
-
-async def _save(storage: SQLiteStateStorage, state: AgentState) -> AgentState:
-    """Save ``state`` over whatever the database holds (as a runtime that loaded it would);
-    returns the state as saved, with its new revision."""
-    state = state.model_copy(update={"revision": _stored_revision(storage.path, state.session_id)})
-    revision = await storage.save(state)
-    return state.model_copy(update={"revision": revision})
 
 
 # -- the protocol, creation, reopening -------------------------------------------------------
 
 
 def test_store_satisfies_the_protocol_and_is_exported(db):
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     assert isinstance(storage, StateStorage)
-    assert ark.SQLiteStateStorage is SQLiteStateStorage
+    assert ark.SQLiteStore is SQLiteStore
     storage.close()
 
 
 async def test_first_save_creates_the_parent_directories(tmp_path, full_state):
     db = tmp_path / "new" / "dir" / "state.sqlite3"
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     assert not (tmp_path / "new").exists()  # opened lazily
-    await _save(storage, full_state)
+    await put(storage, full_state)
     await storage.aclose()
     assert db.is_file()
     assert _sql(db, "SELECT value FROM store_meta WHERE key = 'layout_version'") == [(str(LAYOUT_VERSION),)]
 
 
 async def test_reads_of_a_missing_database_create_nothing(tmp_path):
-    storage = SQLiteStateStorage(tmp_path / "absent" / "state.sqlite3")
+    storage = SQLiteStore(tmp_path / "absent" / "state.sqlite3")
     assert await storage.load("s") is None
     assert await storage.list_sessions() == []
     await storage.delete("s")
@@ -114,19 +115,19 @@ async def test_reads_of_a_missing_database_create_nothing(tmp_path):
 
 
 async def test_reopen_after_close_returns_an_equal_state(db, full_state):
-    first = SQLiteStateStorage(db)
-    saved = await _save(first, full_state)
+    first = SQLiteStore(db)
+    await put(first, full_state)
     await first.mark_not_resumable("ghost")
     await first.aclose()
 
-    second = SQLiteStateStorage(db)
-    assert await second.load("demo") == saved
+    second = SQLiteStore(db)
+    assert same(await second.load("demo"), full_state)
     assert await second.list_sessions() == ["demo", "ghost"]
     await second.aclose()
 
 
 async def test_rows_hold_the_header_and_one_json_message_each(store, db, full_state):
-    await _save(store, full_state)
+    await put(store, full_state)
     [(header, history_len, not_resumable)] = _sql(
         db, "SELECT header, history_len, not_resumable FROM sessions WHERE session_id = 'demo'")
     assert '"history"' not in header and f'"schema_version":{SCHEMA_VERSION}' in header
@@ -139,72 +140,73 @@ async def test_rows_hold_the_header_and_one_json_message_each(store, db, full_st
 
 
 async def test_a_save_after_one_appended_message_writes_exactly_one_message_row(store, db, full_state):
-    await _save(store, full_state)
+    await put(store, full_state)
     _audit(db)
     n = len(full_state.history)
 
     grown = full_state.model_copy(update={"history": full_state.history + _messages("one more")})
-    await _save(store, grown)
+    await put(store, grown)
     assert _audited(db) == [("insert", n)]
 
     again = grown.model_copy(update={"event_sequence": 99})  # same history: no message row at all
-    again = await _save(store, again)
+    await put(store, again)
     assert _audited(db) == []
-    assert await store.load("demo") == again
+    assert same(await store.load("demo"), again)
 
 
 async def test_a_save_after_one_model_call_writes_one_message_and_one_usage_row(store, db, full_state):
-    await _save(store, full_state)
+    await put(store, full_state)
     _audit(db)
     n, k = len(full_state.history), len(full_state.usages)
 
     grown = full_state.model_copy(update={"history": full_state.history + _messages("answer"),
                                           "usages": full_state.usages + (Usage(input_tokens=4),)})
-    grown = await _save(store, grown)
+    await put(store, grown)
 
     assert _audited(db, "messages") == [("insert", n)]
     assert _audited(db, "usages") == [("insert", k)]
     assert '"usages"' not in _sql(db, "SELECT header FROM sessions")[0][0]
-    assert await store.load("demo") == grown
+    assert same(await store.load("demo"), grown)
 
 
 async def test_a_load_primes_the_next_save_to_append(db, full_state):
-    writer = SQLiteStateStorage(db)
-    await _save(writer, full_state)
+    writer = SQLiteStore(db)
+    await put(writer, full_state)
     await writer.aclose()
     _audit(db)
 
-    reader = SQLiteStateStorage(db)
+    reader = SQLiteStore(db)
     loaded = await reader.load("demo")
     grown = loaded.model_copy(update={"history": loaded.history + _messages("after restore")})
-    await _save(reader, grown)
+    await put(reader, grown)
     assert _audited(db) == [("insert", len(full_state.history))]
     await reader.aclose()
 
 
 async def test_a_load_by_the_saving_instance_keeps_both_states_appending(store, db):
-    saved = await _save(store, AgentState(session_id="s", history=_messages("m0", "m1")))
+    saved = AgentState(session_id="s", history=_messages("m0", "m1"))
+    await put(store, saved)
     _audit(db)
     loaded = await store.load("s")
-    assert loaded == saved
+    assert same(loaded, saved)
     # The rows are what this instance saved: the load hands out those very messages,
     # so what follows from either state is compared by pointer, not field by field.
     assert all(a is b for a, b in zip(loaded.history, saved.history, strict=True))
 
-    await _save(store, saved.model_copy(update={"history": saved.history + _messages("from saved")}))
+    await put(store, saved.model_copy(update={"history": saved.history + _messages("from saved")}))
     assert _audited(db) == [("insert", 2)]
     await store.load("s")
-    await _save(store, loaded.model_copy(update={"history": loaded.history + _messages("from loaded")}))
+    await put(store, loaded.model_copy(update={"history": loaded.history + _messages("from loaded")}))
     assert _audited(db) == [("delete", 2), ("insert", 2)]  # only the one message that differs
 
 
 async def test_a_rewritten_history_is_replaced_from_its_first_difference(store, db):
     m = _messages("m0", "m1", "m2", "m3", "m4", "m5")
-    await _save(store, AgentState(session_id="s", history=m))
+    await put(store, AgentState(session_id="s", history=m))
     _audit(db)
 
     replaced = (m[0], m[1], AgentMessage.user("summary of m2-m4"), m[5])  # a hook compressed history
-    await _save(store, AgentState(session_id="s", history=replaced))
+    await put(store, AgentState(session_id="s", history=replaced))
     assert _audited(db) == [("delete", 2), ("delete", 3), ("delete", 4), ("delete", 5),
                             ("insert", 2), ("insert", 3)]
     loaded = (await store.load("s")).history
@@ -212,31 +214,31 @@ async def test_a_rewritten_history_is_replaced_from_its_first_difference(store, 
 
     # Edits of the loaded history (the load primed the store with its messages):
     longer = (*loaded[:3], AgentMessage.user("new m3"), AgentMessage.user("m4"))
-    await _save(store, AgentState(session_id="s", history=longer))
+    await put(store, AgentState(session_id="s", history=longer))
     assert _audited(db) == [("delete", 3), ("insert", 3), ("insert", 4)]
     assert (await store.load("s")).history == longer
 
     shorter = longer[:1]
-    await _save(store, AgentState(session_id="s", history=shorter))
+    await put(store, AgentState(session_id="s", history=shorter))
     assert _audited(db) == [("delete", 1), ("delete", 2), ("delete", 3), ("delete", 4)]
     assert (await store.load("s")).history == shorter
 
-    await _save(store, AgentState(session_id="s"))
+    await put(store, AgentState(session_id="s"))
     assert (await store.load("s")).history == ()
 
 
 async def test_equal_messages_keep_their_rows(store, db):
     """Messages that are not the same objects but equal ones serialise the same: no row changes."""
-    await _save(store, AgentState(session_id="s", history=_messages("a", "b")))
+    await put(store, AgentState(session_id="s", history=_messages("a", "b")))
     _audit(db)
-    await _save(store, AgentState(session_id="s", history=_messages("a", "b", "c")))
+    await put(store, AgentState(session_id="s", history=_messages("a", "b", "c")))
     assert _audited(db) == [("insert", 2)]
-    await _save(store, AgentState(session_id="s", history=_messages("a", "x", "c")))
+    await put(store, AgentState(session_id="s", history=_messages("a", "x", "c")))
     assert _audited(db) == [("delete", 1), ("delete", 2), ("insert", 1), ("insert", 2)]
 
 
 async def test_two_instances_interleaving_saves_of_one_session_always_load_the_last_state(db):
-    first, second, reader = SQLiteStateStorage(db), SQLiteStateStorage(db), SQLiteStateStorage(db)
+    first, second, reader = SQLiteStore(db), SQLiteStore(db), SQLiteStore(db)
     histories = {first: _messages("a0"), second: _messages("b0", "b1", "b2")}
     try:
         for step in range(8):
@@ -245,38 +247,39 @@ async def test_two_instances_interleaving_saves_of_one_session_always_load_the_l
             # leave the other's messages in the middle of this one's conversation.
             histories[writer] += _messages(f"{'ab'[step % 2]}{step}")
             state = AgentState(session_id="s", history=histories[writer], event_sequence=step)
-            state = await _save(writer, state)
-            assert await reader.load("s") == state
-            assert await writer.load("s") == state
+            await put(writer, state)
+            assert same(await reader.load("s"), state)
+            assert same(await writer.load("s"), state)
     finally:
         for storage in (first, second, reader):
             await storage.aclose()
 
 
 async def test_a_second_instance_that_loaded_the_session_appends_to_it(db):
-    first, second = SQLiteStateStorage(db), SQLiteStateStorage(db)
-    await _save(first, AgentState(session_id="s", history=_messages("one", "two")))
+    first, second = SQLiteStore(db), SQLiteStore(db)
+    await put(first, AgentState(session_id="s", history=_messages("one", "two")))
     _audit(db)
     loaded = await second.load("s")
-    await _save(second, loaded.model_copy(update={"history": loaded.history + _messages("three")}))
+    await put(second, loaded.model_copy(update={"history": loaded.history + _messages("three")}))
     assert _audited(db) == [("insert", 2)]
 
     # first's picture of the rows is now stale: its next save rewrites them all.
     state = AgentState(session_id="s", history=_messages("one", "two", "four"))
-    state = await _save(first, state)
+    await put(first, state)
     assert [op for op, _ in _audited(db)] == ["delete"] * 3 + ["insert"] * 3
-    assert await second.load("s") == state
+    assert same(await second.load("s"), state)
     await first.aclose()
     await second.aclose()
 
 
 async def test_concurrent_saves_of_one_session_land_one_after_the_other(store):
-    # Each based on the revision the one before it stores: all land, in call order.
-    states = [make_full_state("race", metadata={"n": n}, event_sequence=n, revision=n,
+    states = [make_full_state("race", metadata={"n": n}, event_sequence=n,
                               history=_messages(*(f"m{i}" for i in range(n))))
               for n in range(12)]
-    assert await asyncio.gather(*(store.save(state) for state in states)) == list(range(1, 13))
-    assert await store.load("race") == states[-1].model_copy(update={"revision": 12})
+    revisions = await asyncio.gather(*(store.save(state.model_copy(update={"revision": n}))
+                                       for n, state in enumerate(states)))
+    assert revisions == list(range(1, 13))  # one worker thread: saves run in call order
+    assert same(await store.load("race"), states[-1])
 
 
 async def test_concurrent_saves_from_one_revision_let_exactly_one_land(store):
@@ -284,40 +287,41 @@ async def test_concurrent_saves_from_one_revision_let_exactly_one_land(store):
     outcomes = await asyncio.gather(*(store.save(state) for state in states), return_exceptions=True)
     assert outcomes[0] == 1  # one worker thread: the first call is the first save
     assert all(isinstance(o, ArkError) and o.code == "state_conflict" for o in outcomes[1:])
-    assert await store.load("race") == states[0].model_copy(update={"revision": 1})
+    assert same(await store.load("race"), states[0])
 
 
 async def test_a_failed_save_leaves_the_previous_state(store, db):
-    old = await _save(store, AgentState(session_id="s", history=_messages("old")))
+    old = AgentState(session_id="s", history=_messages("old"))
+    await put(store, old)
     _sql(db, "CREATE TRIGGER refuse BEFORE INSERT ON messages "
              "BEGIN SELECT RAISE(ABORT, 'disk full (injected)'); END")
 
     new = old.model_copy(update={"history": old.history + _messages("new"), "event_sequence": 5})
     with pytest.raises(ArkError) as info:
-        await _save(store, new)
+        await put(store, new)
 
     assert info.value.code == "state_save_failed" and info.value.layer == "storage"
     assert info.value.retryability == "conditional"
     assert "'s'" in info.value.message and str(db) in info.value.message
     assert isinstance(info.value.__cause__, sqlite3.Error)
-    assert await store.load("s") == old  # the session row was not half-updated
+    assert same(await store.load("s"), old)  # the session row was not half-updated
     _sql(db, "DROP TRIGGER refuse")
-    new = await _save(store, new)
-    assert await store.load("s") == new and new.revision == 2
+    await put(store, new)
+    assert same(await store.load("s"), new)
 
 
 async def test_an_unwritable_location_is_state_save_failed(tmp_path):
     (tmp_path / "a-file").write_text("x")
-    storage = SQLiteStateStorage(tmp_path / "a-file" / "state.sqlite3")
+    storage = SQLiteStore(tmp_path / "a-file" / "state.sqlite3")
     with pytest.raises(ArkError) as info:
-        await storage.save(AgentState(session_id="s"))
+        await put(storage, AgentState(session_id="s"))
     assert info.value.code == "state_save_failed" and info.value.retryability == "conditional"
     assert "'s'" in info.value.message and str(tmp_path / "a-file") in info.value.message
     await storage.aclose()
 
 
 async def test_an_unreadable_table_is_state_load_failed(store, db):
-    await _save(store, AgentState(session_id="s", history=_messages("x")))
+    await put(store, AgentState(session_id="s", history=_messages("x")))
     _sql(db, "DROP TABLE messages")
     with pytest.raises(ArkError) as info:
         await store.load("s")
@@ -348,8 +352,8 @@ async def _corrupted(db, full_state, kind: str) -> bytes:
     Both connections are closed first, so the write-ahead log is folded into the file
     and the bytes compared are the whole database.
     """
-    storage = SQLiteStateStorage(db)
-    await _save(storage, full_state)
+    storage = SQLiteStore(db)
+    await put(storage, full_state)
     await storage.aclose()
     _sql(db, CORRUPTIONS[kind])
     return db.read_bytes()
@@ -358,7 +362,7 @@ async def _corrupted(db, full_state, kind: str) -> bytes:
 @pytest.mark.parametrize("kind", sorted(CORRUPTIONS))
 async def test_a_corrupt_session_is_state_corrupt_and_the_file_is_unchanged(db, full_state, kind):
     before = await _corrupted(db, full_state, kind)
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
 
     with pytest.raises(ArkError) as info:
         await storage.load("demo")
@@ -371,7 +375,7 @@ async def test_a_corrupt_session_is_state_corrupt_and_the_file_is_unchanged(db, 
 
 async def test_a_missing_row_is_named_in_the_error(db, full_state):
     await _corrupted(db, full_state, "missing_idx")
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     with pytest.raises(ArkError) as info:
         await storage.load("demo")
     await storage.aclose()
@@ -381,7 +385,7 @@ async def test_a_missing_row_is_named_in_the_error(db, full_state):
 async def test_mark_not_resumable_works_on_a_corrupt_session_and_keeps_its_rows(db, full_state):
     await _corrupted(db, full_state, "bad_json_body")
     rows_before = _sql(db, "SELECT idx, body FROM messages ORDER BY idx")
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
 
     await storage.mark_not_resumable("demo")
 
@@ -394,34 +398,34 @@ async def test_mark_not_resumable_works_on_a_corrupt_session_and_keeps_its_rows(
 
 
 async def test_a_marked_session_with_a_state_loads_not_resumable_and_a_save_clears_it(store, db):
-    await _save(store, AgentState(session_id="s", is_running=True))
+    await put(store, AgentState(session_id="s", is_running=True))
     await store.mark_not_resumable("s")
     loaded = await store.load("s")
     assert loaded.not_resumable is True and loaded.is_running is True
     assert _sql(db, "SELECT header IS NOT NULL, not_resumable FROM sessions") == [(1, 1)]
-    await _save(store, AgentState(session_id="s"))
+    await put(store, AgentState(session_id="s"))
     assert _sql(db, "SELECT not_resumable FROM sessions") == [(0,)]
 
 
 async def test_a_newer_layout_is_refused_and_the_file_is_unchanged(db):
-    storage = SQLiteStateStorage(db)
-    await _save(storage, AgentState(session_id="s"))
+    storage = SQLiteStore(db)
+    await put(storage, AgentState(session_id="s"))
     await storage.aclose()
     _sql(db, "UPDATE store_meta SET value = ? WHERE key = 'layout_version'", params=(str(LAYOUT_VERSION + 1),))
     before = db.read_bytes()
 
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     for call in (storage.load("s"), storage.save(AgentState(session_id="s")), storage.list_sessions()):
         with pytest.raises(ArkError) as info:
             await call
-        assert info.value.code == "state_version_unsupported" and info.value.layer == "storage"
+        assert info.value.code == "store_version_unsupported" and info.value.layer == "storage"
         assert str(db) in info.value.message and str(LAYOUT_VERSION + 1) in info.value.message
     await storage.aclose()
     assert db.read_bytes() == before
 
 
 async def test_a_newer_state_schema_in_the_header_is_refused(store, db):
-    await _save(store, AgentState(session_id="s"))
+    await put(store, AgentState(session_id="s"))
     _sql(db, "UPDATE sessions SET header = replace(header, '\"schema_version\":3', '\"schema_version\":99')")
     with pytest.raises(ArkError) as info:
         await store.load("s")
@@ -429,7 +433,7 @@ async def test_a_newer_state_schema_in_the_header_is_refused(store, db):
 
 
 async def test_an_old_schema_header_is_migrated_on_load(store, db):
-    await _save(store, AgentState(session_id="s", history=_messages("hi")))
+    await put(store, AgentState(session_id="s", history=_messages("hi")))
     v1_header = '{"session_id": "s", "usage": [{"input_tokens": 3}]}'
     _sql(db, "UPDATE sessions SET header = ?", params=(v1_header,))
     state = await store.load("s")
@@ -440,7 +444,7 @@ async def test_an_old_schema_header_is_migrated_on_load(store, db):
 async def test_a_file_that_is_not_a_database_is_refused_and_unchanged(db):
     db.write_bytes(b"my notes, not a database\n" * 100)
     before = db.read_bytes()
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     for call in (storage.load("s"), storage.save(AgentState(session_id="s")),
                  storage.mark_not_resumable("s"), storage.list_sessions()):
         with pytest.raises(ArkError) as info:
@@ -455,9 +459,9 @@ async def test_a_file_that_is_not_a_database_is_refused_and_unchanged(db):
 async def test_another_applications_database_is_refused_and_unchanged(db):
     _sql(db, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
     before = db.read_bytes()
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     with pytest.raises(ArkError) as info:
-        await storage.save(AgentState(session_id="s"))
+        await put(storage, AgentState(session_id="s"))
     await storage.aclose()
     assert info.value.code == "state_corrupt"
     assert str(db) in info.value.message and "invoices" in info.value.message
@@ -466,9 +470,9 @@ async def test_another_applications_database_is_refused_and_unchanged(db):
 
 async def test_an_empty_file_becomes_a_store(db):
     db.touch()
-    storage = SQLiteStateStorage(db)
-    assert await storage.save(AgentState(session_id="s")) == 1
-    assert await storage.load("s") == AgentState(session_id="s", revision=1)
+    storage = SQLiteStore(db)
+    await put(storage, AgentState(session_id="s"))
+    assert same(await storage.load("s"), AgentState(session_id="s"))
     await storage.aclose()
 
 
@@ -476,8 +480,8 @@ async def test_an_empty_file_becomes_a_store(db):
 
 
 async def test_a_closed_store_refuses_every_call_clearly(db):
-    storage = SQLiteStateStorage(db)
-    await _save(storage, AgentState(session_id="s"))
+    storage = SQLiteStore(db)
+    await put(storage, AgentState(session_id="s"))
     await storage.aclose()
     await storage.aclose()  # closing again is fine
     storage.close()
@@ -496,7 +500,7 @@ async def test_a_closed_store_refuses_every_call_clearly(db):
 
 
 async def test_close_finishes_queued_saves_then_closes_the_connection(db):
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     pending = asyncio.ensure_future(storage.save(AgentState(session_id="s", event_sequence=3)))
     await asyncio.sleep(0)  # one step of the save task: its work is now queued on the worker
     storage.close()
@@ -507,15 +511,15 @@ async def test_close_finishes_queued_saves_then_closes_the_connection(db):
 
 
 def test_repr_names_the_file(db):
-    storage = SQLiteStateStorage(db)
-    assert repr(storage) == f"SQLiteStateStorage({str(db)!r})"
+    storage = SQLiteStore(db)
+    assert repr(storage) == f"SQLiteStore({str(db)!r})"
     storage.close()
-    assert repr(storage) == f"SQLiteStateStorage({str(db)!r}, closed)"
+    assert repr(storage) == f"SQLiteStore({str(db)!r}, closed)"
 
 
 def test_a_relative_path_is_made_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    storage = SQLiteStateStorage("state.sqlite3")
+    storage = SQLiteStore("state.sqlite3")
     assert storage.path == tmp_path / "state.sqlite3"
     storage.close()
 
@@ -523,13 +527,13 @@ def test_a_relative_path_is_made_absolute(tmp_path, monkeypatch):
 @pytest.mark.parametrize("bad", [42, None, b"state.sqlite3", "", ["state.sqlite3"]])
 def test_the_path_must_be_a_str_or_pathlike(bad):
     with pytest.raises(ArkError) as info:
-        SQLiteStateStorage(bad)  # type: ignore[arg-type]
+        SQLiteStore(bad)  # type: ignore[arg-type]
     assert info.value.code == "invalid_argument" and info.value.layer == "config"
 
 
 def test_a_directory_is_refused_with_its_name(tmp_path):
     with pytest.raises(ArkError) as info:
-        SQLiteStateStorage(tmp_path)
+        SQLiteStore(tmp_path)
     assert info.value.code == "invalid_argument"
     assert f"{tmp_path} is a directory" in info.value.message
 
@@ -538,17 +542,18 @@ def test_a_directory_is_refused_with_its_name(tmp_path):
 
 
 async def test_a_run_paused_for_approval_is_completed_by_a_new_runtime_on_the_same_file(db):
-    first_store = SQLiteStateStorage(db)
+    first_store = SQLiteStore(db)
     tools = Tools()
     runtime = ark.AgentRuntime(ark.ScriptedModel([dangerous_turn(text="I will clear it.")]), tools=tools.all,
                                storage=first_store, session_id="approval", system_prompt="Be careful.")
     paused = await runtime.run("Clear the cache")
     assert paused.stop_reason == "awaiting_approval" and tools.ran == []
     [pending] = runtime.controller.list_pending_approvals()
+    await runtime.aclose()  # gives the session's lease up
     await first_store.aclose()
     _audit(db)
 
-    second_store = SQLiteStateStorage(db)
+    second_store = SQLiteStore(db)
     tools = Tools()
     model = ark.ScriptedModel(["The cache is cleared."])
     restored = await ark.AgentRuntime.restore("approval", storage=second_store, model=model, tools=tools.all,

@@ -420,20 +420,47 @@ class _ResolvingModel(ark.ScriptedModel):
         return super().stream(request, cancel=cancel)
 
 
+async def _wrapped(wrap: str, client, path):
+    """``client`` behind a Recorder, or behind a fork that sends every call on to it."""
+    if wrap == "recorder":
+        return ev.Recorder(client, path)
+    await run_add(ev.Recorder(ark.ScriptedModel(["Hi."]), path))
+    return ev.fork(path, at_call=0, then=client)
+
+
 @pytest.mark.parametrize("wrap", ["recorder", "fork"])
 async def test_a_key_the_wrapped_client_resolves_late_is_redacted_by_the_runtime(tmp_path, wrap):
     key = _ResolvingModel.KEY
     client = _ResolvingModel([f"The key is {key}."])
     path = tmp_path / "late.jsonl"
-    if wrap == "recorder":
-        model = ev.Recorder(client, path)
-    else:
-        await run_add(ev.Recorder(ark.ScriptedModel(["Hi."]), path))
-        model = ev.fork(path, at_call=0, then=client)
-    runtime = ark.AgentRuntime(model)
+    runtime = ark.AgentRuntime(await _wrapped(wrap, client, path))
     events = record(runtime)
     result = await runtime.run("What is the key?")
     assert result.text == "The key is [redacted]."
     assert client.observers, "the runtime's observer never reached the wrapped client"
     assert not any(key in json.dumps(e.to_dict()) for e in events)
+    assert key not in path.read_text(encoding="utf-8")
+
+
+class _PrefetchingModel(_ResolvingModel):
+    """Also resolves its key on ``resolve_secrets()``, as the runtime asks when a run starts."""
+
+    async def resolve_secrets(self):
+        self.resolved = True
+        for observer in self.observers:
+            observer(self.KEY)
+
+
+@pytest.mark.parametrize("wrap", ["recorder", "fork"])
+async def test_the_wrapped_client_is_asked_to_resolve_its_key_as_a_run_starts(tmp_path, wrap):
+    """The user's input holds the key before any request resolved it: the wrapper forwards
+    ``resolve_secrets`` so the runtime knows it before ``agent.started`` is published."""
+    key = _PrefetchingModel.KEY
+    client = _PrefetchingModel(["Noted."])
+    path = tmp_path / "early.jsonl"
+    runtime = ark.AgentRuntime(await _wrapped(wrap, client, path))
+    events = record(runtime)
+    await runtime.run(f"My key is {key}")
+    started = [e for e in events if e.type == ark.EventTypes.AGENT_STARTED]
+    assert started and not any(key in json.dumps(e.to_dict()) for e in events)
     assert key not in path.read_text(encoding="utf-8")

@@ -370,3 +370,25 @@ def test_the_models_own_snapshot_copy_follows_the_deltas_for_saved_widget_state(
 def test_optional_parts_render_nothing_rather_than_null(harness):
     harness.mount("chat", base_state([tool()]))
     assert "null" not in harness.page.get_by_test_id("arknb-tool-card").inner_text()
+
+
+def test_an_in_doubt_card_offers_rerun_mark_done_and_mark_failed(harness):
+    item = {"approval_id": "op_1", "call_id": "c1", "tool_name": "send_mail", "arguments": '{"to": "a@x"}',
+            "risk_level": "safe", "reason": "send_mail started but the process ended", "decision": "pending",
+            "deny_reason": None, "deciding": False, "error": None, "kind": "in_doubt"}
+    harness.mount("chat", base_state([], [item], status="awaiting_approval"))
+    card = harness.page.locator("[data-testid='arknb-in-doubt'][data-approval-id='op_1']")
+    card.wait_for()
+    assert harness.page.get_by_test_id("arknb-approve").count() == 0  # not an approval
+    assert [card.get_by_test_id(t).inner_text() for t in ("arknb-rerun", "arknb-mark-done", "arknb-mark-failed")] \
+        == ["Rerun", "Mark done", "Mark failed"]
+    card.get_by_test_id("arknb-in-doubt-text").fill("it went out")
+    card.get_by_test_id("arknb-mark-done").click()
+    sent = harness.sent()[-1]
+    assert (sent["type"], sent["approval_id"], sent["text"]) == ("mark_done", "op_1", "it went out")
+    assert card.get_attribute("data-deciding") == "true"
+    harness.emit({"type": "action_result", "action": "mark_done", "request_id": sent["request_id"], "ok": False,
+                  "error": "operation_not_in_doubt: decided elsewhere", "approval_id": "op_1"})
+    assert card.get_by_test_id("arknb-approval-error").inner_text() == "operation_not_in_doubt: decided elsewhere"
+    card.get_by_test_id("arknb-rerun").click()
+    assert (harness.sent()[-1]["type"], harness.sent()[-1]["approval_id"]) == ("rerun", "op_1")

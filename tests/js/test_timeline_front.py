@@ -242,10 +242,18 @@ def test_status_colours_tell_success_error_denied_deferred_cancelled_apart(harne
     colours = {name: colour(sel) for name, sel in picks.items()}
     assert len(set(colours.values())) == 5, colours
     assert "rgba(0, 0, 0, 0)" not in colours.values()
-    # Spans carry the same statuses.
+    # Spans carry the same statuses. The waterfall redraws at most every few
+    # frames, so wait for the draw that has every span rather than read the
+    # first one.
+    wanted = ["ok", "error", "denied", "deferred", "cancelled"]
+    harness.page.wait_for_function(
+        """(wanted) => { const have = new Set([...document.querySelectorAll("[data-testid='arknb-span']")]
+            .map((s) => s.dataset.status)); return wanted.every((w) => have.has(w)); }""",
+        arg=wanted,
+    )
     spans = harness.page.locator("[data-testid='arknb-span']")
     statuses = {spans.nth(i).get_attribute("data-status") for i in range(spans.count())}
-    assert {"ok", "error", "denied", "deferred", "cancelled"} <= statuses, statuses
+    assert set(wanted) <= statuses, statuses
 
 
 def span_rows(harness) -> list[tuple[str, str, int, str]]:

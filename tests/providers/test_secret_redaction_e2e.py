@@ -102,7 +102,20 @@ def _install_hooks(runtime) -> None:
 
 
 def _store(kind: str, folder: pathlib.Path):
-    return ark.FileStateStorage(folder) if kind == "file" else ark.SQLiteStateStorage(folder / "arknb.db")
+    return ark.FileStateStorage(folder) if kind == "file" else ark.SQLiteStore(folder / "arknb.db")
+
+
+def _observe(runtime):
+    """Every event of ``runtime``, and a chat and a timeline that flush every change at once,
+    their messages to the front end captured: ``(events, sent, chat, timeline)``."""
+    events: list[ark.AgentEvent] = []
+    runtime.bus.subscribe(EventTypes.ANY, events.append)
+    sent: list = []
+    timeline = TimelineWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    for widget in (timeline, chat):
+        widget.send = lambda content, buffers=None: sent.append(content)
+    return events, sent, chat, timeline
 
 
 def _texts_of(value) -> str:
@@ -122,14 +135,7 @@ async def test_key_appears_nowhere(server, tmp_path, monkeypatch, source, store_
     async with client:
         runtime = ark.AgentRuntime(client, tools=_tools(), storage=_store(store_kind, folder), session_id="keyed")
         _install_hooks(runtime)
-        events: list[ark.AgentEvent] = []
-        runtime.bus.subscribe(EventTypes.ANY, events.append)
-        # Widgets that flush every change at once, their messages to the front end captured.
-        sent: list = []
-        timeline = TimelineWidget(runtime, interval=0, call_later=lambda delay, callback: None)
-        chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
-        for widget in (timeline, chat):
-            widget.send = lambda content, buffers=None: sent.append(content)
+        events, sent, chat, timeline = _observe(runtime)
 
         first = await runtime.run("check my key")
         assert first.stop_reason == "awaiting_approval", first.error
@@ -215,3 +221,84 @@ async def test_a_key_learnt_from_a_rotating_provider_is_redacted_too(server, mak
     assert tool_message.text == "[redacted] / [redacted]"
     for key in keys:
         assert key not in runtime.state.to_json()
+
+
+@pytest.mark.parametrize("store_kind", ["file", "sqlite"])
+@pytest.mark.parametrize("source", ["callable", "async_callable"])
+async def test_a_key_no_request_resolved_yet_is_known_before_an_approved_tool_echoes_it(
+        server, make_client, tmp_path, monkeypatch, source, store_kind):
+    """A session paused for approval, restored by a runtime whose client never sent a
+    request: the approved call runs (and echoes the key) before the run's first model
+    call, so the key is learnt as the run starts (``resolve_secrets``), and the provider
+    is still asked once per request."""
+    folder = tmp_path / "store"
+    folder.mkdir()
+    deploy = [t for t in _tools() if t.name == "deploy"]
+    paused = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[
+        ark.ToolCall(id="c1", name="deploy", arguments_json='{"token": "from the vault"}')])]),
+        tools=deploy, storage=_store(store_kind, folder), session_id="keyed")
+    assert (await paused.run("deploy")).stop_reason == "awaiting_approval"
+    if store_kind == "sqlite":
+        await paused.storage.aclose()
+
+    asked: list[str] = []
+    key_source = _key_source(source, monkeypatch)
+
+    def counting():
+        asked.append("key")
+        return key_source()
+
+    @ark.tool(risk="dangerous")
+    def deploy(token: str) -> str:
+        """Deploy, quoting the key (a careless tool)."""
+        return f"deployed with {KEY}"
+
+    server.script(Reply([sse(chunk("Deployed."), chunk(finish="stop"))]))
+    runtime = ark.AgentRuntime(make_client(api_key=counting), tools=[deploy], storage=_store(store_kind, folder),
+                               session_id="keyed")
+    events, sent, chat, timeline = _observe(runtime)
+    await runtime.load()
+    (pending,) = runtime.controller.list_pending_approvals()
+
+    assert (await runtime.controller.approve(pending.approval_id)).ok
+    final = await runtime.current_run
+
+    assert final.stop_reason == "completed", final.error
+    assert asked == ["key"] and len(server.requests) == 1     # one request, one key lookup
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    after = [e.payload for e in events if e.type == EventTypes.TOOL_AFTER]
+    assert after and after[0]["result"]["text"] == "deployed with [redacted]"
+    timeline.to_jsonl(tmp_path / "trace.jsonl")
+    texts = {"events": "\n".join(e.to_json() for e in events),
+             "chat": _texts_of([chat.transcript, chat.approvals]), "widget messages": _texts_of(sent),
+             "timeline": _texts_of([timeline.events, timeline.rows()]), "state": runtime.state.to_json()}
+    for what, text in texts.items():
+        assert KEY not in text, f"key found in {what}"
+    if store_kind == "sqlite":
+        await runtime.storage.aclose()
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        assert KEY.encode() not in path.read_bytes(), f"key found in {path.relative_to(tmp_path)}"
+
+
+async def test_a_key_resolved_as_the_run_starts_is_fetched_again_when_its_request_comes_late():
+    """A key fetched ahead of its request (``resolve_secrets``) is used by that request only
+    within a minute; later the provider is asked again (a short-lived token may have expired)."""
+    from arknb.providers.openai_compat import ApiKey
+    from arknb.providers.openai_compat import secrets as key_module
+
+    issued: list[str] = []
+
+    def provider() -> str:
+        issued.append(f"{KEY}-{len(issued)}")
+        return issued[-1]
+
+    fresh = ApiKey(provider)
+    await fresh.prefetch()
+    assert await fresh.get() == f"{KEY}-0" and len(issued) == 1     # reused: no second call
+    await fresh.prefetch()                                            # a key was handed out: nothing to do
+    assert len(issued) == 1
+
+    stale = ApiKey(provider)
+    await stale.prefetch()
+    stale._prefetched = (stale._prefetched[0], stale._prefetched[1] - key_module._PREFETCH_TTL - 1)
+    assert await stale.get() == f"{KEY}-2" and len(issued) == 3

@@ -15,7 +15,7 @@ from arknb import AgentEvent, AgentMessage, ScriptedModel, ScriptedTurn, ToolCal
 from arknb.state import AgentState, MemoryStateStorage
 
 __all__ = ["EventLog", "FaultyStorage", "Tools", "assert_history_paired", "call", "dangerous_turn", "finish_background",
-           "make_runtime"]
+           "kill_when_awaiting", "make_runtime"]
 
 
 def call(call_id: str, name: str, index: int = 0, **arguments: Any) -> ToolCall:
@@ -140,3 +140,27 @@ async def finish_background(runtime: ark.AgentRuntime) -> ark.AgentRunResult:
     handle = runtime.current_run
     assert handle is not None, "no background run was started"
     return await asyncio.wait_for(handle.wait(), 5)
+
+
+def kill_when_awaiting(script, *args: str, session_id: str) -> str:
+    """Run the child ``script`` with ``args`` until it prints ``AWAITING <session_id> <id>``
+    (right after its mandatory save), SIGKILL it, and return the id it printed."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, str(script), *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        returncode = proc.wait(timeout=60)
+    stderr = proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert line.startswith("AWAITING "), f"child said {line!r}; stderr:\n{stderr}"
+    assert returncode == -signal.SIGKILL
+    _, sid, approval_id = line.split()
+    assert sid == session_id
+    return approval_id

@@ -18,7 +18,7 @@ import arknb as ark
 
 
 async def main(backend: str, directory: str, session_id: str) -> None:
-    storage = (ark.SQLiteStateStorage(Path(directory) / "state.sqlite3") if backend == "sqlite"
+    storage = (ark.SQLiteStore(Path(directory) / "state.sqlite3") if backend == "sqlite"
                else ark.FileStateStorage(directory))
     ran = Path(directory) / "ran_in_child.log"
 

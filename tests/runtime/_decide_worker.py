@@ -26,7 +26,7 @@ import arknb as ark
 def open_storage(backend: str, directory: str) -> ark.StateStorage:
     """The storage the parent opens too (as in _restore_child.py)."""
     if backend == "sqlite":
-        return ark.SQLiteStateStorage(Path(directory) / "state.sqlite3")
+        return ark.SQLiteStore(Path(directory) / "state.sqlite3")
     return ark.FileStateStorage(directory)
 
 
@@ -57,13 +57,25 @@ async def main() -> None:
             storage = stores.get((backend, directory))
             if storage is None:
                 storage = stores[(backend, directory)] = open_storage(backend, directory)
-            runtime = await ark.AgentRuntime.restore(
-                session_id, storage=storage, model=ark.ScriptedModel(["The cache is cleared."]),
-                tools=[_tool(Path(directory) / "effects.log", session_id)])
+            if runtime is not None:
+                await runtime.aclose()  # the last trial's session: its lease is given up
+            try:
+                runtime = await ark.AgentRuntime.restore(
+                    session_id, storage=storage, model=ark.ScriptedModel(["The cache is cleared."]),
+                    tools=[_tool(Path(directory) / "effects.log", session_id)])
+            except ark.ArkError as exc:
+                if exc.code != "session_locked":
+                    raise
+                runtime = None  # the other worker holds the session's lease (a durable store)
+                print("ready locked", flush=True)
+                continue
             [item] = runtime.controller.list_pending_approvals()
             approval_id = item.approval_id
             print(f"ready {approval_id}", flush=True)
         elif line[0] == "go":
+            if runtime is None:
+                print("result refused session_locked", flush=True)
+                continue
             decided = await runtime.controller.approve(approval_id)
             if decided.ok and decided.all_decided:
                 result = await runtime.current_run
@@ -71,7 +83,7 @@ async def main() -> None:
             else:
                 print(f"result refused {decided.error.code if decided.error else 'none'}", flush=True)
     for storage in stores.values():
-        if isinstance(storage, ark.SQLiteStateStorage):
+        if isinstance(storage, ark.SQLiteStore):
             await storage.aclose()
 
 

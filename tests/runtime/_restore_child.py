@@ -21,7 +21,7 @@ import arknb as ark
 def open_storage(backend: str, directory: str | Path) -> ark.StateStorage:
     """The storage the parent opens too, on the same directory."""
     if backend == "sqlite":
-        return ark.SQLiteStateStorage(Path(directory) / "state.sqlite3")
+        return ark.SQLiteStore(Path(directory) / "state.sqlite3")
     return ark.FileStateStorage(directory)
 
 

@@ -179,7 +179,8 @@ async def test_resolution_publishes_approval_resolved_and_agent_resumed():
     assert resolved.payload["items"][0]["decision"] == "approved"
     [resumed] = log.of(EventTypes.AGENT_RESUMED)
     assert resumed.payload == {"reason": "approval", "previous_run_id": first.run_id}
-    assert types[-1] == EventTypes.AGENT_SUCCESS and result.run_id == resumed.run_id != first.run_id
+    # The paused run goes on under its own id (its operations are keyed by it, DESIGN §13).
+    assert types[-1] == EventTypes.AGENT_SUCCESS and result.run_id == resumed.run_id == first.run_id
     sequences = [e.sequence for e in log.events]
     assert sequences == sorted(sequences) and len(set(sequences)) == len(sequences)
 

@@ -16,7 +16,7 @@ import pytest
 
 import arknb as ark
 from arknb import EventTypes, ScriptedModel, ScriptedTurn
-from arknb.durable import SQLiteStateStorage
+from arknb.durable import SQLiteStore
 
 from ._approval_kit import EventLog, FaultyStorage, Tools, assert_history_paired, call, dangerous_turn
 
@@ -87,7 +87,7 @@ async def test_a_failed_decision_save_keeps_the_item_pending_and_a_retry_succeed
     failed = await runtime.controller.approve(item.approval_id)
 
     assert not failed.ok and failed.error.code == "state_save_failed" and failed.error.layer == "storage"
-    assert item.approval_id in failed.error.message and "was not recorded" in failed.error.message
+    assert item.approval_id in failed.error.message and "the call still waits; decide again" in failed.error.message
     assert not log.of(EventTypes.APPROVAL_DECIDED) and runtime.current_run is None and tools.ran == []
     assert runtime.controller.list_pending_approvals()[0].approval_id == item.approval_id  # pending in memory
     assert (await storage.load("s")).pending_approval.find(item.approval_id).is_pending()  # and on disk
@@ -232,7 +232,7 @@ async def shared_store(request, tmp_path):
         stores = []
 
         def make():
-            stores.append(SQLiteStateStorage(tmp_path / "s.db"))
+            stores.append(SQLiteStore(tmp_path / "s.db"))
             return stores[-1]
 
         yield make, False

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ import pytest
 import arknb as ark
 from arknb import ArkError, EventTypes, ScriptedTurn
 
-from ._approval_kit import EventLog, Tools, assert_history_paired, call, dangerous_turn
+from ._approval_kit import EventLog, Tools, assert_history_paired, call, dangerous_turn, kill_when_awaiting
 from ._restore_child import open_storage
 
 CHILD = Path(__file__).with_name("_restore_child.py")
@@ -22,21 +19,7 @@ CHILD = Path(__file__).with_name("_restore_child.py")
 
 def _run_child_until_awaiting(backend: str, directory: Path, session_id: str) -> str:
     """Start the child, wait for its AWAITING line, SIGKILL it; return the approval id."""
-    proc = subprocess.Popen([sys.executable, str(CHILD), backend, str(directory), session_id],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline().strip()  # the child prints it right after the mandatory save
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        returncode = proc.wait(timeout=30)
-    stderr = proc.stderr.read()
-    proc.stdout.close()
-    proc.stderr.close()
-    assert line.startswith("AWAITING "), f"child said {line!r}; stderr:\n{stderr}"
-    assert returncode == -signal.SIGKILL
-    _, sid, approval_id = line.split()
-    assert sid == session_id
-    return approval_id
+    return kill_when_awaiting(CHILD, backend, directory, session_id, session_id=session_id)
 
 
 @pytest.fixture(scope="module", params=["file", "sqlite"])
@@ -55,7 +38,7 @@ async def killed_session(_killed_template, tmp_path):
     shutil.copytree(template, directory)
     storage = open_storage(backend, directory)
     yield storage, directory, "killed-demo", approval_id
-    if isinstance(storage, ark.SQLiteStateStorage):
+    if isinstance(storage, ark.SQLiteStore):
         await storage.aclose()
 
 

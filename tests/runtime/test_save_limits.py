@@ -107,6 +107,25 @@ async def test_a_decision_whose_save_overruns_is_not_acknowledged_and_a_retry_ap
     assert tools.names() == ["clear_cache"]
 
 
+async def test_a_storage_stuck_for_good_names_the_way_out_and_a_new_runtime_reads_what_is_stored():
+    storage = HangingStorage(lambda state: bool(state.resolved_approvals))   # never released
+    tools = Tools()
+    runtime = ark.AgentRuntime(ScriptedModel([dangerous_turn()]), tools=tools.all, storage=storage, session_id="s",
+                               save_timeout=0.2)
+    await runtime.run("clear it")
+    [item] = runtime.controller.list_pending_approvals()
+    assert not (await runtime.controller.approve(item.approval_id)).ok   # overran: unsettled
+
+    again = await runtime.controller.approve(item.approval_id)
+
+    assert not again.ok and "has not finished after another 0.2 s" in again.error.message
+    assert "open the session again in a new runtime" in again.error.message
+    fresh = ark.AgentRuntime(ScriptedModel(["Cleared."]), tools=tools.all, storage=storage, session_id="s")
+    storage.hang_if = lambda state: False
+    assert (await fresh.controller.approve(item.approval_id)).ok     # the stored batch, decided anew
+    assert (await fresh.current_run).stop_reason == "completed" and tools.names() == ["clear_cache"]
+
+
 @pytest.mark.parametrize("bad", [0, -1, True, "10", float("nan")])
 def test_save_timeout_must_be_positive_seconds_or_none(bad):
     with pytest.raises(ArkError) as info:

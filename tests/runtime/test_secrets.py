@@ -405,3 +405,22 @@ async def test_a_tool_error_holding_a_secret_is_redacted(tmp_path):
     answer = runtime.state.history[2]
     assert result.persisted and answer.is_error and f"token {REDACTED} was refused" in answer.text
     _no(CONFIGURED, *(e.to_json() for e in log.events), *(p.read_text() for p in tmp_path.iterdir()))
+
+
+async def test_a_tool_result_the_lint_could_only_see_in_json_does_not_stop_later_saves(tmp_path):
+    """A control character after a credential name (binary tool output): JSON escapes it as
+    ``\\u0000``, which must not look like a token the redaction missed. Issue 10: one such
+    string in history made every save of the session fail once it was loaded again."""
+    first = ark.AgentRuntime(ark.ScriptedModel(lookup_turns("one")),
+                             tools=[leaking_tool("authorization:\x00abcdefghijklmnopqrstu")],
+                             storage=ark.FileStateStorage(tmp_path), session_id="s")
+    assert (await first.run("look it up")).persisted
+
+    again = ark.AgentRuntime(ark.ScriptedModel(["two", "three"]), storage=ark.FileStateStorage(tmp_path),
+                             session_id="s")
+    log = EventLog(again)
+    results = [await again.run("and again"), await again.run("once more")]
+
+    assert all(r.persisted and r.error is None for r in results)
+    assert log.persisted() and all(p["ok"] for p in log.persisted())
+    assert (await ark.FileStateStorage(tmp_path).load("s")).history == again.state.history

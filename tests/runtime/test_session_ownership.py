@@ -282,3 +282,109 @@ async def test_replacing_a_runtime_during_a_run_cancels_it_and_the_new_one_conti
     saved = await storage.load("s")
     assert saved.last_stop_reason == "completed" and saved.revision == second.state.revision
     assert_history_paired(saved.history)
+
+
+# -- a runtime whose session someone else saved stops (across processes) -----------------------
+
+
+@pytest.mark.parametrize("edit", ["another_runtime", "hand_edit"])
+async def test_a_run_stops_at_its_first_save_that_finds_the_session_is_not_its_own(tmp_path, edit):
+    """Another process saved the session since this runtime loaded it (or the file was
+    edited into one a load refuses): the first autosave fails, and the run ends there,
+    failed with that error, before the model is called or a tool runs; what the other
+    wrote stays (issue 10: the run went on, ran its tools, and ended "completed")."""
+    from .test_decisions_saved import Unshared   # two views of one folder: like two processes
+
+    stale = _runtime(Unshared(ark.FileStateStorage(tmp_path)), ["never sent"])
+    tools = Tools()
+    stale_tools = ark.AgentRuntime(ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "add", a=1, b=2)]), "3"]),
+                                   tools=tools.all, storage=Unshared(ark.FileStateStorage(tmp_path)), session_id="s")
+    await _runtime(ark.FileStateStorage(tmp_path), ["first"]).run("hello")
+    await stale.load()
+    await stale_tools.load()
+    if edit == "another_runtime":
+        await _runtime(Unshared(ark.FileStateStorage(tmp_path)), ["second"]).run("meanwhile")
+        code = "state_conflict"
+    else:
+        path = tmp_path / "s.json"
+        path.write_text(path.read_text().replace('"is_running":false', '"is_running":"no"'))
+        code = "state_corrupt"
+    stored = (tmp_path / "s.json").read_bytes()
+
+    for runtime in (stale, stale_tools):
+        log = EventLog(runtime)
+        result = await runtime.run("go on")
+        assert result.stop_reason == "failed" and result.error.code == code and not result.persisted
+        assert "the run stopped at its after_user_input save" in result.error.message
+        assert runtime.model.requests == [] and EventTypes.LLM_BEFORE not in log.types()
+    assert tools.ran == []
+    assert (tmp_path / "s.json").read_bytes() == stored
+
+
+# -- what a refusal says -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, until", [("corrupt", "fix it"), ("newer", "by a newer arknb")])
+async def test_an_unreadable_saved_state_names_the_file_and_the_way_forward(tmp_path, kind, until):
+    await _runtime(ark.FileStateStorage(tmp_path), ["hi"]).run("hello")
+    path = tmp_path / "s.json"
+    document = json.loads(path.read_text())
+    document.update({"is_running": "yes"} if kind == "corrupt" else {"schema_version": 99})
+    path.write_text(json.dumps(document))
+    runtime = _runtime(ark.FileStateStorage(tmp_path), ["never"])
+
+    with pytest.raises(ArkError) as info:
+        await runtime.run("again")
+    decided = await runtime.controller.approve("approval_1")
+
+    for message in (info.value.message, decided.error.message):
+        assert str(path) in message and f"until it can be read ({until})" in message
+        assert "AgentRuntime(..., fresh=True), which deletes it" in message
+
+
+async def test_a_decision_refused_by_a_newer_save_does_not_claim_the_call_still_waits(tmp_path):
+    from .test_decisions_saved import Unshared   # two views of one folder: like two processes
+
+    tools = Tools()
+    paused = _runtime(ark.FileStateStorage(tmp_path), [dangerous_turn()], tools=tools)
+    await paused.run("clean up")
+    [item] = paused.controller.list_pending_approvals()
+    winner, loser = (_runtime(Unshared(ark.FileStateStorage(tmp_path)), ["done"], tools=tools) for _ in range(2))
+    await winner.load()
+    await loser.load()
+    assert (await winner.controller.approve(item.approval_id)).ok
+    await winner.current_run
+
+    refused = await loser.controller.approve(item.approval_id)
+
+    assert refused.error.code == "state_conflict"
+    assert "was not recorded, and nothing runs here" in refused.error.message
+    assert "still waits" not in refused.error.message and "a new AgentRuntime with this session_id" in refused.error.message
+    assert tools.names() == ["clear_cache"]
+
+
+class _LeaseTakenOver(ark.MemoryStateStorage):
+    """A store whose saves fail as a durable store's do once another kernel took the lease."""
+
+    taken = False
+
+    async def save(self, state):
+        if self.taken:
+            raise ArkError("storage", "lease_lost", f"session {state.session_id!r}: this runtime's lease "
+                           "(generation 1) was taken over; nothing was written")
+        return await super().save(state)
+
+
+async def test_a_decision_refused_because_another_took_the_lease_says_nothing_runs_here():
+    tools = Tools()
+    storage = _LeaseTakenOver()
+    runtime = _runtime(storage, [dangerous_turn()], tools=tools)
+    await runtime.run("clean up")
+    [item] = runtime.controller.list_pending_approvals()
+    storage.taken = True
+
+    refused = await runtime.controller.approve(item.approval_id)
+
+    assert refused.error.code == "lease_lost"
+    assert "was not recorded, and nothing runs here" in refused.error.message
+    assert "decide again" not in refused.error.message and tools.ran == []

@@ -243,3 +243,88 @@ async def test_one_active_run_at_a_time():
     assert info.value.code == "run_already_active" and info.value.layer == "runtime"
     gated.gate.set()
     assert (await handle).stop_reason == "completed"
+
+
+# -- Stop while a decision is being saved ------------------------------------------------
+
+
+class GatedSaves(ark.MemoryStateStorage):
+    """A memory storage whose next save waits at a gate the test opens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = False
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def save(self, state):
+        if self.hold:
+            self.hold = False
+            self.entered.set()
+            await self.gate.wait()
+        return await super().save(state)
+
+
+@pytest.mark.parametrize("decided", ["the_last_item", "one_of_two"])
+async def test_stop_while_a_decision_is_saved_ends_the_run_once_and_runs_nothing(decided):
+    """Issue 10 (hardening): Stop pressed while Approve's save was in flight started a second
+    run next to the one the decision continued; the approved call ran, and both
+    ``agent.cancelled`` and ``agent.success`` were published."""
+    from ._approval_kit import Tools, dangerous_turn
+
+    tools = Tools()
+    storage = GatedSaves()
+    extra = (call("c2", "drop_table", 1, table="t"),) if decided == "one_of_two" else ()
+    runtime = ark.AgentRuntime(ark.ScriptedModel([dangerous_turn(*extra), "Done."]), tools=tools.all,
+                               storage=storage, session_id="s")
+    assert (await runtime.run("clean up")).stop_reason == "awaiting_approval"
+    log = EventLog(runtime)
+    first = runtime.controller.list_pending_approvals()[0]
+
+    storage.hold = True
+    deciding = asyncio.ensure_future(runtime.controller.approve(first.approval_id))
+    await storage.entered.wait()
+    assert runtime.cancel() is True        # Stop, while the decision is being saved
+    storage.gate.set()
+    assert (await deciding).ok             # the decision itself was recorded
+    result = await runtime.current_run
+
+    assert result.stop_reason == "cancelled" and runtime.current_run is None
+    assert tools.ran == []
+    ends = [t for t in log.types() if t in (EventTypes.AGENT_CANCELLED, EventTypes.AGENT_SUCCESS)]
+    assert ends == [EventTypes.AGENT_CANCELLED]
+    assert_history_paired(runtime.state.history)
+    saved = await storage.load("s")
+    assert saved.last_stop_reason == "cancelled" and saved.pending_approval is None
+    assert_history_paired(saved.history)
+
+
+async def test_stop_while_an_in_doubt_decision_is_saved_ends_the_run_and_reruns_nothing():
+    """The same for a call a crash left in doubt: Stop during Rerun's save is not lost, and
+    the call is not run again."""
+    from arknb import AgentMessage, AgentState
+
+    from ._approval_kit import Tools
+
+    tools = Tools()
+    storage = GatedSaves()
+    await storage.save(AgentState(session_id="s", is_running=True, current_run_id="run_old", history=(
+        AgentMessage.user("clean up"),
+        AgentMessage.assistant("On it.", tool_calls=[call("c1", "clear_cache", path="/tmp/cache")]))))
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["Done."]), tools=tools.all, storage=storage, session_id="s")
+    assert (await runtime.resume()).stop_reason == "awaiting_approval"   # the crash left c1 in doubt
+    [doubt] = runtime.controller.list_in_doubt()
+    log = EventLog(runtime)
+
+    storage.hold = True
+    deciding = asyncio.ensure_future(runtime.controller.rerun(doubt.operation_id))
+    await storage.entered.wait()
+    assert runtime.cancel() is True
+    storage.gate.set()
+    await deciding
+    result = await runtime.current_run
+
+    assert result.stop_reason == "cancelled" and tools.ran == []
+    assert [t for t in log.types() if t in (EventTypes.AGENT_CANCELLED, EventTypes.AGENT_SUCCESS)] == [
+        EventTypes.AGENT_CANCELLED]
+    assert_history_paired(runtime.state.history)

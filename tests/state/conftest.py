@@ -7,7 +7,7 @@ import pytest
 from arknb.domain import (
     AgentMessage, ArkError, ContentPart, ToolCall, ToolResult, ToolRisk, Usage,
 )
-from arknb.durable import SQLiteStateStorage
+from arknb.durable import SQLiteStore
 from arknb.state import (
     AgentState, ApprovalDecision, DeniedCall, FileStateStorage, MemoryStateStorage,
     PendingApprovalBatch, PendingApprovalItem, ResolvedApproval,
@@ -90,6 +90,6 @@ def storage(request, tmp_path):
     elif request.param == "file":
         yield FileStateStorage(tmp_path / "sessions")
     else:
-        store = SQLiteStateStorage(tmp_path / "sessions" / "state.sqlite3")
+        store = SQLiteStore(tmp_path / "sessions" / "state.sqlite3")
         yield store
         store.close()

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from arknb.domain import AgentMessage, ArkError
-from arknb.durable import SQLiteStateStorage
+from arknb.durable import SQLiteStore
 from arknb.state import SCHEMA_VERSION, AgentState, FileStateStorage, storage_location
 
 from .conftest import make_full_state
@@ -125,7 +125,7 @@ async def test_a_save_returns_a_revision_the_saved_state_does_not_carry_yet(stor
 def _pair(kind: str, tmp_path):
     if kind == "file":
         return FileStateStorage(tmp_path / "d"), FileStateStorage(tmp_path / "d")
-    return SQLiteStateStorage(tmp_path / "s.db"), SQLiteStateStorage(tmp_path / "s.db")
+    return SQLiteStore(tmp_path / "s.db"), SQLiteStore(tmp_path / "s.db")
 
 
 @pytest.mark.parametrize("kind", ["file", "sqlite"])
@@ -144,7 +144,7 @@ async def test_two_instances_on_one_place_see_each_others_revisions(kind, tmp_pa
         assert (await a.load("s")).history[0].text == "from b"
     finally:
         for store in (a, b):
-            if isinstance(store, SQLiteStateStorage):
+            if isinstance(store, SQLiteStore):
                 await store.aclose()
 
 
@@ -189,7 +189,7 @@ async def test_file_store_refuses_to_overwrite_a_newer_version(tmp_path):
 async def test_sqlite_store_refuses_to_overwrite_an_unreadable_header(tmp_path):
     import sqlite3
     db = tmp_path / "s.db"
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     await storage.save(_state())
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET header = 'garbage'")
@@ -204,7 +204,7 @@ async def test_sqlite_store_refuses_to_overwrite_an_unreadable_header(tmp_path):
 async def test_sqlite_store_refuses_a_boolean_revision(tmp_path):
     import sqlite3
     db = tmp_path / "s.db"
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     await storage.save(_state())
     with sqlite3.connect(db) as conn:  # json_extract would read true as 1
         conn.execute("UPDATE sessions SET header = json_set(header, '$.revision', json('true'))")

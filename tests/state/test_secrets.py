@@ -199,3 +199,40 @@ def test_a_value_nested_deeper_than_any_arknb_builds_is_redacted_whole():
         value = [value]
     redacted, hits = SecretLint([API_KEY]).redact(value)
     assert API_KEY not in repr(redacted) and hits
+
+
+# -- the save-time check finds nothing the redaction left (no save refused for good) ----
+
+
+@pytest.mark.parametrize("text", [
+    "authorization:\x00abcdefghijklmnopqrstu",          # JSON writes \u0000: not the start of a token
+    'Authorization="\x0cauthorizationABCDEFGHIJKLMNOP0123',
+    "AUTHORIZATION:\x00a-b_c.d~e+f/g=h\x0b\r\\",
+])
+def test_a_control_character_after_a_credential_name_does_not_refuse_the_save(text):
+    state = AgentState(session_id="s", history=(AgentMessage.user("hi"), AgentMessage.tool("c1", text)),
+                       metadata={"headers": {"Authorization": "\r" + text[-21:]}})
+    lint = SecretLint()
+    redacted, _ = lint.redact_state(state)
+    lint.check(redacted)   # what is saved scans clean: later saves are not refused either
+
+
+def test_redaction_searches_again_what_a_first_redaction_exposed():
+    # The first long word is taken for the scheme, the second for the token.
+    text = "Authorization:abcdefghijklmnopqrstu\xa0AuthorizationBearer'x-api-key"
+    redacted, hits = SecretLint().redact_text(text)
+    assert "abcdefghijklmnopqrstu" not in redacted and len(hits) == 2
+    assert SecretLint().scan(redacted) == []
+
+
+@pytest.mark.parametrize("entry", [
+    {"Authorization": "abcdefghijklmnopqrstu and more words"},
+    {"authorization'": "abcdefghijklmnopqrstuvwx"},
+])
+def test_a_header_entry_whose_value_starts_like_a_token_is_redacted_whole(entry):
+    state = AgentState(session_id="s", metadata={"headers": entry})
+    lint = SecretLint()
+    redacted, redactions = lint.redact_state(state)
+    assert list(redacted.metadata["headers"].values()) == [REDACTED]
+    assert [r.where for r in redactions] == ["metadata"]
+    lint.check(redacted)

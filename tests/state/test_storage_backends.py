@@ -33,10 +33,11 @@ async def test_save_replaces_the_previous_state(storage):
     assert [m.text for m in loaded.history] == ["two"] and loaded.revision == 2
 
 
-async def test_loaded_states_are_independent_of_what_is_stored(storage):
+async def test_loaded_states_are_read_only_and_independent_of_what_is_stored(storage):
     await storage.save(AgentState(session_id="s", metadata={"k": [1]}))
     first = await storage.load("s")
-    first.metadata["k"].append(2)  # a dict inside a frozen model is still a dict
+    with pytest.raises(TypeError, match="AgentState.metadata is read-only"):
+        first.metadata["k"].append(2)  # the dicts and lists inside a state are frozen too
     again = await storage.load("s")
     assert again.metadata == {"k": [1]}
 

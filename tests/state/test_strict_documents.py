@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from arknb.domain import ArkError
-from arknb.durable import SQLiteStateStorage
+from arknb.durable import SQLiteStore
 from arknb.state import AgentState, FileStateStorage
 
 from .conftest import make_full_state
@@ -58,6 +58,14 @@ def test_nan_and_infinity_are_refused(constant):
     assert constant in text
     error = _refused(text)
     assert constant in error.message
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1.5e999"])
+def test_a_number_too_large_to_be_anything_but_infinity_is_refused(number):
+    # json reads 1e400 as inf, which the next save would write as null: a silent change.
+    error = _refused(_doc().replace('"owner": "workshop"', f'"owner": {number}'))
+    assert "too large" in error.message
+    assert "too large" in _refused(_doc(updated_at=0.5).replace('"updated_at": 0.5', f'"updated_at": {number}')).message
 
 
 def test_nan_inside_metadata_is_refused():
@@ -110,6 +118,7 @@ def test_a_strict_reader_still_reads_everything_arknb_writes():
 HAND_EDITS = {
     "coerced": lambda: _doc(is_running="yes"),
     "nan": lambda: _doc().replace('"owner": "workshop"', '"owner": NaN'),
+    "overflow": lambda: _doc().replace('"owner": "workshop"', '"owner": 1e400'),
     "unknown_field": lambda: _doc(colour="blue"),
     "deep": lambda: _doc(metadata={}).replace('"metadata": {}', '"metadata": ' + "[" * 50_000 + "]" * 50_000),
 }
@@ -144,7 +153,7 @@ async def test_file_store_accepts_a_byte_order_mark(tmp_path):
 ])
 async def test_sqlite_store_refuses_hand_edits(tmp_path, edit, needle):
     db = tmp_path / "s.db"
-    storage = SQLiteStateStorage(db)
+    storage = SQLiteStore(db)
     await storage.save(make_full_state("s", revision=0))
     with sqlite3.connect(db) as conn:
         conn.execute(f"UPDATE sessions SET header = {edit}")
@@ -152,3 +161,49 @@ async def test_sqlite_store_refuses_hand_edits(tmp_path, edit, needle):
         await storage.load("s")
     await storage.aclose()
     assert info.value.code == "state_corrupt" and needle in info.value.message and str(db) in info.value.message
+
+
+# -- a save never overwrites what a load would refuse ------------------------------------
+
+
+def _edit_file(path, **changes) -> None:
+    document = json.loads(path.read_text("utf-8"))
+    document.update(changes)
+    path.write_text(json.dumps(document), "utf-8")
+
+
+def _edit_header(db, **changes) -> None:
+    with sqlite3.connect(db) as conn:
+        header = json.loads(conn.execute("SELECT header FROM sessions").fetchone()[0])
+        header.update(changes)
+        conn.execute("UPDATE sessions SET header = ?", (json.dumps(header),))
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+@pytest.mark.parametrize("edit", [{"colour": "blue"}, {"is_running": "yes"}])
+async def test_a_save_at_the_stored_revision_refuses_a_state_edited_by_hand_since(tmp_path, store, edit):
+    """The revision still matches (a hand edit keeps it), but the stored state is one a load
+    refuses: the save leaves it as it is (issue 10: unknown fields were dropped, wrong types
+    overwritten by the next save of a runtime that had loaded the session before the edit)."""
+    if store == "file":
+        storage, path = FileStateStorage(tmp_path), tmp_path / "s.json"
+    else:
+        storage, path = SQLiteStore(tmp_path / "s.db"), tmp_path / "s.db"
+    await storage.save(make_full_state("s", revision=0))
+    loaded = await storage.load("s")   # the instance knows the stored state now
+    if store == "file":
+        _edit_file(path, **edit)
+        before = path.read_bytes()
+    else:
+        _edit_header(path, **edit)
+    with pytest.raises(ArkError) as info:
+        await storage.save(loaded)
+    if store == "sqlite":
+        await storage.aclose()
+        with sqlite3.connect(path) as conn:
+            header = json.loads(conn.execute("SELECT header FROM sessions").fetchone()[0])
+        assert all(header[key] == value for key, value in edit.items())
+    else:
+        assert path.read_bytes() == before
+    assert info.value.code == "state_corrupt" and next(iter(edit)) in info.value.message
+    assert "the save was refused" in info.value.message and "fresh=True" in info.value.message

@@ -411,3 +411,26 @@ def test_tool_context_is_frozen():
     ctx = make_ctx()
     with pytest.raises(AttributeError):
         ctx.session_id = "other"  # type: ignore[misc]
+
+
+def test_read_only_flag_reaches_the_definition():
+    @tool(read_only=True)
+    def peek(path: str) -> str:
+        """Look at a file."""
+        return path
+
+    @tool
+    def touch(path: str) -> str:
+        """Change a file."""
+        return path
+
+    assert peek.read_only and peek.definition.read_only and "read_only=True" in repr(peek)
+    assert not touch.read_only and not touch.definition.read_only
+
+
+def test_read_only_must_be_a_bool():
+    import pytest
+    from arknb import ArkError
+
+    with pytest.raises(ArkError, match="read_only must be True or False"):
+        tool(read_only="yes")

@@ -7,7 +7,7 @@ from types import MappingProxyType
 import pytest
 
 import arknb as ark
-from arknb.domain import ArkError
+from arknb.domain import ArkError, FrozenDict, FrozenList
 from arknb.events import AgentEvent
 from arknb.widgets._timeline_store import EventLog, EventPages, ForwardPages
 from arknb.widgets._timeline_wire import decode, encode, event_dict
@@ -97,9 +97,10 @@ def test_read_only_payloads_are_made_plain():
     assert [e["payload"] for e in back] == [{"call": {"id": "c1"}, "items": [1, 2]}, {"items": [1, 2]}]
 
 
-async def test_runtime_payloads_are_plain_all_the_way_down():
+async def test_runtime_payloads_are_json_ready_all_the_way_down():
     """event_dict checks only the top level of a runtime payload (the hot path): this
-    guards the contract that the runtime builds payloads from plain JSON values."""
+    guards the contract that the runtime builds payloads from JSON values (its dicts and
+    lists frozen, DESIGN §4), which json encodes unchanged."""
     model = ark.ScriptedModel([
         ark.ScriptedTurn(text=["a", "b"], tool_calls=[ark.ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')]),
         ark.ScriptedTurn(text=["3"])])
@@ -117,15 +118,23 @@ async def test_runtime_payloads_are_plain_all_the_way_down():
     def plain(v):
         if type(v) in (str, int, float, bool, type(None)):
             return True
-        if type(v) is dict:
+        if type(v) is dict or isinstance(v, FrozenDict):
             return all(type(k) is str and plain(x) for k, x in v.items())
-        if type(v) is list:
+        if type(v) is list or isinstance(v, FrozenList):
             return all(map(plain, v))
         return False
 
     bad = [(e.type, e.payload) for e in seen if not plain(dict(e.payload))]
     assert bad == []
+    assert all(json.loads(json.dumps(e.payload)) == e.payload for e in seen)
+    wire = [event_dict(e) for e in seen]
+    assert [w["payload"] for w in wire] == [dict(e.payload) for e in seen]
     assert {e.type for e in seen} >= {"agent.started", "llm.chunk", "tool.after", "turn.completed", "agent.success"}
+    # The batch sends the runtime's own (frozen) payloads as they are: no per-event copy.
+    (item,), _ = encode(seen)
+    others = [e.payload for e in seen if e.type != "llm.chunk"]
+    assert item["chunks"] and len(item["payload"]) == len(others)
+    assert all(sent is own for sent, own in zip(item["payload"], others))
 
 
 def test_the_log_is_bounded_after_a_trim_and_keeps_positions():

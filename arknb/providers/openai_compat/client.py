@@ -29,6 +29,7 @@ from ...domain import (
     ArkError, CancellationToken, ErrorLayer, ModelComplete, ModelRequest, ModelResponse, ModelStart, Retryability,
     RetryNotice, StreamingEvent,
 )
+from ...domain.json_decode import MAX_JSON_DEPTH, JSONTooDeepError, decode_json
 from .assembler import StreamAssembler
 from .errors import error_from_envelope, error_from_status, retry_after_seconds
 from .profiles import ProviderProfile, is_loopback_host
@@ -184,6 +185,18 @@ class OpenAICompatibleClient:
         """The API key(s) known so far as ``SecretStr``; never shown anywhere. A key from
         a callable is known only once resolved: use :meth:`observe_secrets` to learn it."""
         return self._key.known()
+
+    async def resolve_secrets(self) -> None:
+        """Resolve the key now if this client has not resolved one yet (its observers learn
+        it), so nothing a run produces before its first request can hold an unknown key.
+        The next request uses that key rather than asking a provider again.
+        ``AgentRuntime`` calls it as each run starts.
+
+        Raises:
+            ArkError: ``api_key_missing`` or ``api_key_provider_failed`` (config), as a
+                request would.
+        """
+        await self._key.prefetch()
 
     def observe_secrets(self, observer: SecretObserver) -> Callable[[], None]:
         """Call ``observer(SecretStr(key))`` for each key known now (a static key, the
@@ -419,7 +432,10 @@ def _left(until: float | None, clock: Callable[[], float]) -> float | None:
 def _json_body(raw: bytes, provider: str, redact: Callable[[str], str]) -> dict[str, Any]:
     """A whole (non-streamed) completion, or the error object some servers send with 200."""
     try:
-        payload = json.loads(raw)
+        payload = decode_json(raw)
+    except JSONTooDeepError:
+        raise _Failed(ArkError(ErrorLayer.DECODE, "provider_decode_error",
+                               f"{provider} sent a JSON body nested more than {MAX_JSON_DEPTH} levels deep")) from None
     except ValueError:
         raise _Failed(ArkError(ErrorLayer.DECODE, "provider_decode_error",
                                f"{provider} sent a JSON content-type with a body that is not JSON")) from None

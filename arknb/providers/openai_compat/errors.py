@@ -35,6 +35,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Mapping
 
 from ...domain import ArkError, ErrorLayer, Retryability
+from ...domain.json_decode import decode_json
 
 __all__ = ["error_from_envelope", "error_from_status", "parse_envelope", "retry_after_seconds"]
 
@@ -90,8 +91,8 @@ def error_from_status(status: int, body: bytes, *, provider: str,
     """The error for a non-2xx response (its body already read, possibly empty)."""
     text = body.decode("utf-8", "replace") if body else ""
     try:
-        payload = json.loads(text) if text else None
-    except ValueError:
+        payload = decode_json(text) if text else None
+    except ValueError:  # not JSON, or nested too deeply (JSONTooDeepError): the body is shown as text
         payload = None
     provider_code, message = parse_envelope(payload)
     if provider_code is not None:

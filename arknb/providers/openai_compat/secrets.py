@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import time
 import weakref
 from typing import Awaitable, Callable, Union
 
@@ -33,6 +34,10 @@ SecretObserver = Callable[[SecretStr], None]
 """Called with each key value (wrapped) the first time it is handed out."""
 
 _MASK = "[redacted]"
+
+_PREFETCH_TTL = 60.0
+"""Seconds a key fetched ahead of its request (:meth:`ApiKey.prefetch`) may be used for it;
+an older one is fetched again (a provider's short-lived token may have expired)."""
 
 
 def from_env(name: str) -> Callable[[], SecretStr]:
@@ -54,7 +59,7 @@ def from_env(name: str) -> Callable[[], SecretStr]:
 class ApiKey:
     """A key source with a safe repr. ``await key.get()`` returns the plain key."""
 
-    __slots__ = ("_source", "_seen", "_observers")
+    __slots__ = ("_source", "_seen", "_observers", "_prefetched")
 
     def __init__(self, source: ApiKeySource | None) -> None:
         if isinstance(source, str):
@@ -66,6 +71,7 @@ class ApiKey:
         # Every value handed out, so redact() also hides a rotated key.
         self._seen: set[str] = set()
         self._observers: list[Callable[[], SecretObserver | None]] = []
+        self._prefetched: tuple[str, float] | None = None  # (key, when) for the next request
         if isinstance(source, SecretStr):
             self._remember(source.get_secret_value())
 
@@ -86,6 +92,9 @@ class ApiKey:
         source = self._source
         if source is None:
             return None
+        prefetched, self._prefetched = self._prefetched, None
+        if prefetched is not None and time.monotonic() - prefetched[1] <= _PREFETCH_TTL:
+            return prefetched[0]
         if callable(source) and not isinstance(source, SecretStr):
             failure: ArkError | None = None
             try:
@@ -107,6 +116,23 @@ class ApiKey:
         if plain not in self._seen:
             self._remember(plain)
         return plain
+
+    async def prefetch(self) -> None:
+        """Fetch the key now if none was handed out yet, so the observers learn it before
+        anything that could echo it exists (a restored session whose approved tool runs
+        before its first request). The next :meth:`get` uses it instead of calling the
+        provider again, if it comes within a minute, so a provider is not called more
+        often than there are requests. Once a key was handed out, this does nothing.
+
+        Raises:
+            ArkError: what :meth:`get` raises.
+        """
+        if self._seen or self._prefetched is not None or not callable(self._source) or isinstance(
+                self._source, SecretStr):
+            return
+        value = await self.get()
+        if value is not None:
+            self._prefetched = (value, time.monotonic())
 
     def observe(self, observer: SecretObserver) -> Callable[[], None]:
         """Call ``observer(SecretStr(key))`` for every key known now and, from now on,

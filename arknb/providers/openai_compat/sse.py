@@ -9,13 +9,13 @@ and ``event: error``.
 
 from __future__ import annotations
 
-import json
 from typing import Any, AsyncIterator
 
 import httpx
 from httpx_sse import EventSource
 
 from ...domain import ArkError, ErrorLayer
+from ...domain.json_decode import MAX_JSON_DEPTH, JSONTooDeepError, decode_json
 
 __all__ = ["DONE", "iter_chunks"]
 
@@ -27,7 +27,8 @@ async def iter_chunks(response: httpx.Response) -> AsyncIterator[Any]:
     """Decoded chunk objects of an SSE response, then :data:`DONE` if the server sent it.
 
     An ``event: error`` event is yielded as ``{"error": ...}`` so the caller handles it
-    like an error object in the data. A data line that is not JSON is a ``decode`` error.
+    like an error object in the data. A data field that is not JSON, or nests more than
+    ``MAX_JSON_DEPTH`` levels, is a ``decode`` error (``provider_decode_error``).
     """
     # SSE is always UTF-8 (WHATWG §9.2.5); the incremental codec keeps a character
     # split across reads whole, and "-sig" drops a leading byte order mark.
@@ -46,7 +47,11 @@ async def iter_chunks(response: httpx.Response) -> AsyncIterator[Any]:
                     pass
                 return
             try:
-                chunk = json.loads(data)
+                chunk = decode_json(data)
+            except JSONTooDeepError:
+                raise ArkError(ErrorLayer.DECODE, "provider_decode_error",
+                               f"the server sent an SSE data field nested more than {MAX_JSON_DEPTH} levels deep "
+                               f"({len(data)} chars)") from None
             except ValueError:
                 raise ArkError(ErrorLayer.DECODE, "provider_decode_error",
                                f"the server sent an SSE data field that is not JSON ({len(data)} chars)") from None

@@ -6,6 +6,13 @@ import { callFields, status, usageOf } from "./timeline_summary.js";
 export const RUN_END = { "agent.success": "ok", "agent.error": "error", "agent.cancelled": "cancelled",
   "agent.suspended": "deferred", "agent.aborted": "error" };
 
+/** The events that mark the tool span they came from, and the mark's text. */
+const MARKED = {
+  "plan.updated": (p) => `plan v${(p.plan && p.plan.version) ?? "?"}${p.change === "status" ? " (statuses)" : ""}`,
+  "plan.review_required": (p) => `plan v${(p.plan && p.plan.version) ?? "?"} in review`,
+  "skill.activated": (p) => `skill ${p.name || "?"}`,
+};
+
 const ts = (e) => (typeof e.timestamp === "number" ? e.timestamp : 0);
 const payloadOf = (e) => (e.payload && typeof e.payload === "object" ? e.payload : {});
 
@@ -189,6 +196,11 @@ export class TimelineIndex {
       const span = this.open("tool", `${call.name} ${cid}`, e, pos, t, this.parentForCall(rid, e, pos, t), { call_id: cid });
       this.close(span, e, pos, t, "deferred");
       this.tools.set(`${rid}|${cid}`, span);
+    } else if (MARKED[type]) {
+      // Plan updates and skill activations mark the tool call that made them (DESIGN §14).
+      const span = this.tools.get(`${rid}|${callIdOf(e)}`);
+      if (span) { span.mark = MARKED[type](p); span.markKind = type.split(".")[0]; this.version++; }
+      else if (!this.runs.has(rid)) this.runOf(e, pos, t);
     } else if (!this.runs.has(rid) && type !== "approval.decided" && type !== "approval.resolved") this.runOf(e, pos, t);
   }
 

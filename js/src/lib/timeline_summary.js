@@ -162,7 +162,10 @@ export function summary(e) {
     case "secret.redacted": return `${isInt(p.count) ? p.count : "?"} secret(s) redacted in ${p.where || "?"}`;
     case "plan.updated": {
       const plan = isObj(p.plan) ? p.plan : {};
-      return join(`plan v${plan.version ?? "?"}`, `${Array.isArray(plan.items) ? plan.items.length : 0} items`);
+      const items = Array.isArray(plan.items) ? plan.items : [];
+      const done = items.filter((i) => isObj(i) && i.status === "completed").length;
+      return join(`plan v${plan.version ?? "?"}`, `${items.length} items`, `${done} done`,
+        p.change === "status" ? "statuses only" : p.change === "new" ? "new plan" : "", p.approved ? "approved" : "");
     }
     case "plan.review_required": return `plan review needed (${p.approval_id || "?"})`;
     case "plan.review_resolved": return join(`plan ${p.decision || "?"}`, clip(p.reason || "", 80));

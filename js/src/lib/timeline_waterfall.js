@@ -49,7 +49,11 @@ export function renderWaterfall(el, index, { runs, activeSpan, onPick, now }) {
       title: `${s.kind} ${s.label}: ${STATUS_WORD[s.status] || s.status}, ${duration}. Click to show only its rows.` },
     h("span", { class: "arknb-span-label", style: `padding-left:${Math.min(s.depth, 8) * 12}px` },
       h("span", { class: `arknb-span-kind arknb-span-kind-${s.kind}` }, s.kind), " ", s.label),
-    h("span", { class: "arknb-span-track" }, bar),
+    // A plan update or skill activation marks its tool span, on the track right after the bar.
+    h("span", { class: "arknb-span-track" }, bar, s.mark ? h("span", {
+      class: `arknb-mark arknb-mark-${s.markKind}`, testid: "arknb-span-mark", "data-mark": s.markKind,
+      style: left + width < 70 ? `left:calc(${(left + width).toFixed(3)}% + 4px)`
+        : `right:calc(${(100 - left).toFixed(3)}% + 4px)` }, s.mark) : null),
     h("span", { class: `arknb-span-dur arknb-status-${s.status === "open" ? "" : s.status}`, testid: "arknb-span-duration" },
       duration));
     row.addEventListener("click", () => onPick(s.id));

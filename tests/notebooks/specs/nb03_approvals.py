@@ -202,10 +202,11 @@ print("listed:          ", SESSION in await storage.list_sessions())
     md("""
 ### Many sessions in one file
 
-`ark.SQLiteStateStorage(path)` keeps every session in one SQLite file and, on each
+`ark.SQLiteStore(path)` keeps every session in one SQLite file and, on each
 save, writes only the messages that are new: a long session saves as fast as a
-short one. It is a drop-in replacement for `FileStateStorage` (same `load`, `save`,
-`list_sessions`); close it when you are done.
+short one. It has the same `load`, `save` and `list_sessions` as `FileStateStorage`,
+and more: it is a durable store, on which every model and tool call is recorded as it
+happens (notebook 07 shows what that buys after a crash). Close it when you are done.
 
 Every save is a compare-and-swap on the state's `revision`: it lands only if the
 store still holds the revision the state was read at, so two kernels never
@@ -213,7 +214,7 @@ overwrite each other's progress (the loser gets `state_conflict`). A state copie
 into another store is new there: it starts at revision 0.
 """),
     code("""
-sqlite_storage = ark.SQLiteStateStorage(STATE_DIR / "sessions.sqlite3")
+sqlite_storage = ark.SQLiteStore(STATE_DIR / "sessions.sqlite3")
 print("revision in the file store:  ", state.revision)
 await sqlite_storage.delete(SESSION)  # this copy starts over on every Run All
 revision = await sqlite_storage.save(state.model_copy(update={"revision": 0}))

@@ -1,0 +1,207 @@
+"""In-doubt calls (DESIGN §13): a call a crash left with an unknown fate goes to a person.
+
+Such calls pause the run like an approval batch, of kind ``in_doubt``: saved first,
+then ``approval.required`` and one ``operation.in_doubt`` per call, stop reason
+``awaiting_approval``. A person decides each with ``controller.rerun``,
+``controller.mark_done(result_text)`` or ``controller.mark_failed(reason)``; the
+decision is committed to the operation (durable store) and saved with the state, and
+when the last one is decided the run continues in the background.
+
+Without operations (file or memory store) nothing can tell "approved, not started"
+from "started, fate unknown", so every call a crash left unanswered is in doubt: never
+a silent "unknown" answer to the model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..domain import ArkError, ErrorCode, ErrorLayer, ToolResult, ToolRisk
+from ..domain.invocation import InDoubtCall
+from ..events import EventTypes
+from ..state import ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem
+from ._approvals import freeze_for_approval
+from .extensions import ApprovalKind, Resolution
+from ._persistence import persist, save_error
+from ._tool_batch import unanswered_calls
+
+if TYPE_CHECKING:
+    from .runtime import AgentRuntime
+
+__all__ = ["IN_DOUBT", "RESOLUTIONS", "InDoubtKind", "apply_in_doubt_decision", "in_doubt_batch", "interrupted", "last_assistant",
+           "pause_interrupted_run", "settled_answers"]
+
+IN_DOUBT = "in_doubt"
+RESOLUTIONS = ("rerun", "done", "failed")
+
+
+def in_doubt_batch(rt: AgentRuntime, run_id: str, message, doubts: list[InDoubtCall], allowed=(),
+                   denied=()) -> PendingApprovalBatch:
+    """The paused batch for ``doubts``; ``allowed`` and ``denied`` are the batch's other calls."""
+    now = rt._clock()
+    items = tuple(
+        PendingApprovalItem(approval_id=d.item_id, tool_call=d.call,
+                            risk_level=rt._offered_tools().risk_of(d.call.name) or ToolRisk.SAFE, reason=_why(d),
+                            created_at=now, started_at=d.started_at, attempts=d.attempts, kind=IN_DOUBT)
+        for d in doubts)
+    return PendingApprovalBatch(batch_id=rt._new_id("batch"), run_id=run_id, items=items, model_message=message,
+                                created_at=now, allowed_calls=tuple(allowed), denied_calls=tuple(denied),
+                                kind=IN_DOUBT)
+
+
+def _why(doubt: InDoubtCall) -> str:
+    if doubt.started_at is None:
+        return (f"{doubt.call.name}: the run was interrupted before this call was answered, and nothing "
+                "records whether it ran. Rerun it, or say what it did (mark done / mark failed)")
+    return (f"{doubt.call.name} started but the process ended before its result was saved "
+            f"({doubt.attempts} attempt(s)); it may or may not have run. Rerun it, or say what it did")
+
+
+def interrupted(state) -> bool:
+    """True if the saved state is of a run a crash cut short: running, not paused for a
+    person, not suspended (a running run has no stop reason yet; one whose approval
+    batch was just resolved still says ``awaiting_approval``, with no batch left)."""
+    return (state.is_running and state.pending_approval is None and not state.not_resumable
+            and bool(state.current_run_id) and state.last_stop_reason in (None, "awaiting_approval"))
+
+
+def last_assistant(history):
+    """The last assistant message (the one whose calls are unanswered), or None."""
+    for message in reversed(history):
+        if message.role == "assistant":
+            return message
+    return None
+
+
+async def pause_interrupted_run(rt: AgentRuntime) -> bool:
+    """After a restore: if a crash interrupted a run and left calls in doubt, pause it for a
+    person at once (DESIGN §13: they are listed as soon as the session is restored).
+
+    Returns True if the run is now paused for in-doubt calls.
+    """
+    state = rt.state
+    if not interrupted(state):
+        return False
+    calls = unanswered_calls(state.history)
+    if not calls:
+        return False
+    doubts, runnable, _ = await rt._invocations.classify_unanswered(state.current_run_id, calls,
+                                                                    state.current_loop_count)
+    if not doubts:
+        return False  # resume() continues the run from its operations
+    batch = in_doubt_batch(rt, state.current_run_id, last_assistant(state.history), doubts, runnable)
+    error = await freeze_for_approval(rt, None, batch, reason=IN_DOUBT)
+    if error is not None:
+        raise error
+    return True
+
+
+async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: str,
+                                  text: str | None) -> ApprovalDecisionResult:
+    """Record a person's decision on one in-doubt call; the last one continues the run.
+
+    Like an approval decision (DESIGN §8), it is saved before it is acknowledged: the
+    operation records it first (durable store), then the state, in a mandatory save that
+    consumes the batch when it is the last decision. A failed save leaves the item pending.
+    """
+    try:
+        await rt.load()
+    except ArkError as exc:
+        return ApprovalDecisionResult.failure(item_id, exc)
+    state = rt.state
+    batch = state.pending_approval
+    item = batch.find(item_id) if batch is not None and batch.kind == IN_DOUBT else None
+    if item is None:
+        return ApprovalDecisionResult.failure(item_id, ArkError(
+            ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_FOUND,
+            f"no in-doubt call with id {item_id!r} in session {rt.session_id!r} (unknown, or already decided and "
+            "continued); controller.list_in_doubt() lists the open ones"))
+    if state.not_resumable:
+        return ApprovalDecisionResult.failure(item_id, ArkError(
+            ErrorLayer.STORAGE, ErrorCode.NOT_RESUMABLE,
+            f"session {rt.session_id!r} is marked not resumable, so its in-doubt calls cannot be decided"))
+    if not item.is_pending():
+        if item.resolution == resolution and (resolution == "rerun" or item.result_text == text):
+            return _result(item_id, resolution, batch.all_decided())  # the same decision again: idempotent
+        return ApprovalDecisionResult.failure(item_id, ArkError(
+            ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_IN_DOUBT,
+            f"in-doubt call {item_id!r} was already decided ({item.resolution}); the first decision stands"))
+    try:
+        await rt._invocations.record_in_doubt_decision(item, resolution, text)
+    except ArkError as exc:
+        return ApprovalDecisionResult.failure(item_id, exc)
+    verdict = ApprovalDecision.APPROVED if resolution == "rerun" else ApprovalDecision.DENIED
+    decided = item.decide(verdict, reason=None if resolution == "rerun" else f"marked {resolution} by a person",
+                          at=rt._clock()).model_copy(update={"resolution": resolution, "result_text": text})
+    batch = batch.with_item(decided)
+    all_decided = batch.all_decided()
+    # The last decision's save consumes the batch: a restore never offers it again.
+    candidate = state.model_copy(update={"pending_approval": None if all_decided else batch})
+    saved = await persist(rt, None, "in_doubt_resolved" if all_decided else "in_doubt_decision", mandatory=True,
+                          candidate=candidate, run_id=batch.run_id)
+    if not saved.ok:
+        error = save_error(saved.error)
+        return ApprovalDecisionResult.failure(item_id, ArkError(
+            error.layer, error.code, f"the decision on in-doubt call {item_id!r} was not recorded, so the call "
+            f"still waits: {error.message}", error.retryability))
+    rt._emit(EventTypes.APPROVAL_DECIDED, {
+        "batch_id": batch.batch_id, "approval_id": item_id, "decision": verdict.value, "resolution": resolution,
+        "deny_reason": decided.deny_reason, "all_decided": all_decided, "kind": IN_DOUBT}, run_id=batch.run_id)
+    if not all_decided:
+        return _result(item_id, resolution, False)
+    rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
+        "batch_id": batch.batch_id, "items": [i.model_dump(mode="json") for i in batch.items], "kind": IN_DOUBT},
+        run_id=batch.run_id)
+    rt._continue_after_approval(batch)
+    return _result(item_id, resolution, True)
+
+
+def _result(item_id: str, resolution: str, all_decided: bool) -> ApprovalDecisionResult:
+    return ApprovalDecisionResult(ok=True, approval_id=item_id, decision=resolution, all_decided=all_decided)
+
+
+class InDoubtKind(ApprovalKind):
+    """Pending items of kind ``in_doubt``: announced one ``operation.in_doubt`` each, decided
+    only through ``controller.rerun / mark_done / mark_failed``; a rerun runs again, a call
+    marked done or failed is answered with what the person recorded."""
+
+    name = IN_DOUBT
+    suspend_reason = IN_DOUBT
+    resume_reason = "in_doubt_resolved"
+
+    def __init__(self, emit) -> None:
+        self._emit = emit
+
+    def announce(self, batch: PendingApprovalBatch, items: tuple[PendingApprovalItem, ...]) -> None:
+        for item in items:
+            self._emit(EventTypes.OPERATION_IN_DOUBT, lambda item=item: {
+                "operation_id": item.approval_id, "call": item.tool_call.model_dump(mode="json"),
+                "started_at": item.started_at, "attempts": item.attempts, "batch_id": batch.batch_id},
+                run_id=batch.run_id)
+
+    def refuse_decision(self, item: PendingApprovalItem) -> ArkError:
+        return ArkError(ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+                        f"{item.approval_id!r} is an in-doubt call, not an approval: decide it with controller.rerun, "
+                        "controller.mark_done or controller.mark_failed")
+
+    def resolve(self, batch: PendingApprovalBatch, answer) -> Resolution:
+        allowed, settled = settled_answers(batch)
+        return Resolution(run=tuple(allowed), answered=tuple(batch.denied_calls), settled=tuple(settled))
+
+
+def settled_answers(batch: PendingApprovalBatch) -> tuple[list, list[DeniedCall]]:
+    """A decided in-doubt batch: the calls to run (reruns and the batch's other allowed
+    calls) and the calls a person answered (done / failed)."""
+    allowed = list(batch.allowed_calls)
+    settled: list[DeniedCall] = []
+    for item in batch.items:
+        if item.resolution == "rerun":
+            allowed.append(item.tool_call)
+        elif item.resolution == "done":
+            settled.append(DeniedCall(call=item.tool_call, result=ToolResult.from_text(item.result_text or ""),
+                                      reason="marked done", hook="person"))
+        else:
+            settled.append(DeniedCall(call=item.tool_call, result=ToolResult.from_text(
+                item.result_text or "marked failed", is_error=True, error_code=ErrorCode.TOOL_FAILED.value),
+                reason="marked failed", hook="person"))
+    return allowed, settled

@@ -1,0 +1,36 @@
+"""Notebook 07 in real JupyterLab: an agent process is killed mid-batch, the session is
+restored in the notebook's kernel, the chat shows the in-doubt call as a card, a click
+on "Mark done" resolves it and the run completes (issue 11 item 4)."""
+
+from __future__ import annotations
+
+from .test_widgets import CHAT, _wait_for_chat_status
+
+
+def test_kill_restore_open_the_chat_click_mark_done_and_the_run_completes(lab):
+    lab.open("07_durable.ipynb")
+    lab.run_cell_containing("import signal")
+    out = lab.run_cell_containing("os.kill(agent.pid, signal.SIGKILL)", timeout=120)
+    assert "exit code: -9" in out and "send_report c3" in out
+    out = lab.run_cell_containing("AgentRuntime.restore(")
+    assert "send_report" in out and "awaiting_approval" in out
+    lab.run_cell_containing("chat = ark.ChatWidget(runtime)")
+    chat = lab.page.locator(CHAT).first
+    chat.wait_for()
+    card = chat.locator("[data-testid='arknb-in-doubt']")
+    card.wait_for()
+    expected = lab.kernel_exec("print(runtime.controller.list_in_doubt()[0].operation_id)").strip()
+    assert card.get_attribute("data-approval-id") == expected
+    assert card.get_by_test_id("arknb-approve").count() == 0
+    lab.screenshot("in-doubt card", locator=chat)
+    card.get_by_test_id("arknb-in-doubt-text").fill("sent (the mail log shows it)")
+    card.get_by_test_id("arknb-mark-done").click()
+    chat.locator("[data-testid='arknb-assistant-text']", has_text="the on-call team has the report").wait_for()
+    assert _wait_for_chat_status(lab, "completed") == "completed"
+    assert card.count() == 0
+    lab.screenshot("run completed", locator=chat)
+    answers = lab.kernel_exec(
+        "print([m.text for m in runtime.history if m.role == 'tool'])\n"
+        "print(sorted(l.split()[0] for l in EFFECTS.read_text().splitlines()))")
+    assert "sent (the mail log shows it)" in answers
+    assert "['fetch_page', 'fetch_page', 'send_report']" in answers  # nothing ran twice
