@@ -101,21 +101,24 @@ class BusListener:
 
     def __init__(self, bus: Any, owner: Any, method: str, *, record: Callable[[Any], Any] | None = None,
                  quiet: Iterable[str] = ()) -> None:
-        target = weakref.WeakMethod(getattr(owner, method))
+        # A plain weak reference and the class's function rather than a WeakMethod:
+        # calling a WeakMethod runs Python code, a weakref is a C call (every event pays it).
+        owner_ref = weakref.ref(owner)
+        function = getattr(type(owner), method)
         if record is None:
             def listener(event: Any) -> None:
-                bound = target()
-                if bound is not None:  # None only between collection and the finalizer
-                    bound(event)
+                target = owner_ref()
+                if target is not None:  # None only between collection and the finalizer
+                    function(target, event)
         else:
             skip = frozenset(quiet)
 
             def listener(event: Any) -> None:
                 record(event)
                 if event.type not in skip:
-                    bound = target()
-                    if bound is not None:
-                        bound(event)
+                    target = owner_ref()
+                    if target is not None:
+                        function(target, event)
 
         # The finalizer holds the unsubscribe function, never the owner.
         self._finalizer = weakref.finalize(owner, bus.subscribe("*", listener))

@@ -201,6 +201,21 @@ def _payloads(payloads: Sequence[Any], deep: bool) -> list[Any]:
     return [p if _is_plain(p) else _plain(p) for p in payloads]
 
 
+def _split_chunks(types: list[Any], payloads: list[Any], table: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The chunk payloads and the other payloads, each in order. A flush usually holds one
+    stretch of chunks between other events: two slices then, not two passes."""
+    if table == [CHUNK]:
+        return payloads, []
+    if CHUNK not in table:
+        return [], payloads
+    first, count = types.index(CHUNK), types.count(CHUNK)
+    end = first + count
+    if types[first:end].count(CHUNK) == count:  # one stretch (count compares by identity first)
+        return payloads[first:end], payloads[:first] + payloads[end:]
+    return (list(compress(payloads, map(eq, types, repeat(CHUNK)))),
+            list(compress(payloads, map(ne, types, repeat(CHUNK)))))
+
+
 def _batch(events: Sequence[Any], get: dict[str, Any], deep: bool) -> tuple[dict[str, Any], _Buffers]:
     """One batch item for ``events`` (``get``: a C-level getter per field). One pass per
     field: a getter per row would allocate a tuple per event, and the garbage collector
@@ -220,13 +235,7 @@ def _batch(events: Sequence[Any], get: dict[str, Any], deep: bool) -> tuple[dict
     item["seq"] = buffers.add(_bytes("d", seqs))
     item["ts"] = buffers.add(_bytes("d", ts))
     item["id"] = _strings(list(map(get["event_id"], events)), buffers)
-    if item["type"] == [CHUNK]:
-        chunk_payloads, others = payloads, []
-    elif CHUNK in item["type"]:
-        chunk_payloads = list(compress(payloads, map(eq, types, repeat(CHUNK))))
-        others = list(compress(payloads, map(ne, types, repeat(CHUNK))))
-    else:
-        chunk_payloads, others = [], payloads
+    chunk_payloads, others = _split_chunks(types, payloads, item["type"])
     mark = len(buffers)
     columns = bool(chunk_payloads)
     if columns:

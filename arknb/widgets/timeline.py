@@ -72,8 +72,8 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
     keeps an event outbox); the browser renders only the rows on screen and folds
     updates in once per animation frame, so 100,000 events stay scrollable,
     filterable and searchable. Live on a runtime, events leave the kernel in batches
-    (about one message per 33 ms while a model streams, at once on structural
-    events); streamed chunks travel packed. The cell's output also carries a static
+    (at most one message per 33 ms, the end of a run at once); they travel as binary
+    columns (``_timeline_wire.py``). The cell's output also carries a static
     HTML summary that is kept current, so a saved notebook reads without a kernel.
 
     Args:
@@ -189,14 +189,21 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
             self._on_structure(event)
 
     def _on_structure(self, event: Any) -> None:
-        """A non-chunk event was appended: flush soon (a chunk waits for the stream's timer)."""
+        """A non-chunk event was appended: the end of a run goes out at once; anything else
+        within one interval, so the events of a busy stretch share one message (each
+        message has a fixed cost, in the kernel and in the browser)."""
         etype = event.type
+        if etype in RUN_END:
+            self._streaming = False
+            self._coalescer.structural()
+            self._twin.changed(settled=True)
+            return
         if etype == "llm.before":
             self._streaming = True  # chunks follow: flush on a timer until llm.after
-        elif etype == "llm.after" or etype in RUN_END:
+        elif etype == "llm.after":
             self._streaming = False
-        self._coalescer.structural()
-        self._twin.changed(settled=etype in RUN_END)
+        self._coalescer.delta()
+        self._twin.changed()
 
     def _flush(self) -> None:
         if self._sent < self._log.next:

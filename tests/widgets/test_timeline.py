@@ -123,13 +123,28 @@ def test_totals_per_run_and_overall():
 # -- live batching ---------------------------------------------------------------------
 
 
-def test_structure_flushes_at_once_and_a_stream_on_a_timer(runtime, timers, ev):
+def test_a_short_run_is_one_message_sent_when_it_ends(runtime, timers, ev):
     tl = TimelineWidget(runtime, clock=timers.clock, call_later=timers.call_later)
     front = BufferedFrontend(tl)
-    runtime.bus.publish(ev("agent.started", input=["go"]))   # structural: at once
+    for etype in ("agent.started", "llm.before", "llm.chunk", "llm.after", "turn.completed"):
+        runtime.bus.publish(ev(etype))
+    assert front.of_type("events") == []                      # within one interval: nothing yet
+    runtime.bus.publish(ev("agent.success", stop_reason="completed"))
+    (msg,) = front.of_type("events")                          # the run's end: at once, all of it
+    assert [e["type"] for e in front.received()][-1] == "agent.success" and len(front.received()) == 6
+    timers.advance(1.0)
+    assert len(front.of_type("events")) == 1 and timers.pending == 0
+
+
+def test_events_wait_at_most_one_interval_and_a_stream_flushes_on_a_timer(runtime, timers, ev):
+    tl = TimelineWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    front = BufferedFrontend(tl)
+    runtime.bus.publish(ev("agent.started", input=["go"]))
+    assert front.of_type("events") == []
+    timers.advance(0.034)                                      # one interval (33 ms) later
     assert [m["start"] for m in front.of_type("events")] == [0]
     timers.advance(0.05)
-    runtime.bus.publish(ev("llm.before", turn=1))            # at once (rate allows), then ticks start
+    runtime.bus.publish(ev("llm.before", turn=1))            # then ticks start
     for i in range(5000):
         runtime.bus.publish(ev("llm.chunk", kind="text", text="x", index=i))
         timers.advance(0.0001)                                # 0.5 s of streaming

@@ -65,6 +65,10 @@ def test_runs_sessions_and_other_events_share_one_batch_and_odd_chunks_go_with_t
     assert item["run_id"] == ["r1", "r2", "r9"] and item["session_id"] == ["s1", "s2"] and item["chunks"]
     assert item["payload"] == [{"call": {"id": "c1"}}, {"input": []}]
     assert back == [e.to_dict() for e in events]
+    one_stretch = [other, chunk(5), chunk(6), chunk(7), foreign]
+    items, back = wire_roundtrip(one_stretch)
+    assert items[0]["payload"] == [{"call": {"id": "c1"}}, {"input": []}] and items[0]["chunks"]
+    assert back == [e.to_dict() for e in one_stretch]
     odd = AgentEvent("llm.chunk", "s1", "r1", 7, 8.0, {"kind": "text", "text": "x", "index": 0, "extra": 1}, "r1:7")
     events = [chunk(1), other, odd, chunk(8)]
     items, back = wire_roundtrip(events)
