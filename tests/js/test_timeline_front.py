@@ -361,6 +361,18 @@ def test_hook_decisions_read_as_decisions(harness):
     lines = detail.locator(".arknb-diff-lines").inner_text().splitlines()
     assert "- line two" in lines and "+ line 2" in lines and "  line one" in lines
 
+    # hold on a chunk: the text held back (it joins the next chunk)
+    redact = next(e for e in events if e["type"] == "hook.decision" and e["payload"]["hook"] == "redact")
+    last = events[-1]["sequence"]
+    held = {**redact, "event_id": f"r2:{last + 1}", "sequence": last + 1,
+            "payload": {**redact["payload"], "hook": "buffer", "action": "hold", "reason": "half a word",
+                        "before": {"text": "Don", "reasoning": ""}}}
+    send(harness, [held], start=len(events))
+    wait_count(harness, len(events) + 1, len(events) + 1)
+    detail = open_row(harness, f"{hook}[data-sequence='{last + 1}']")
+    assert detail.get_by_test_id("arknb-hook-affected").inner_text() == "Don"
+    assert "text held back" in detail.inner_text()
+
 
 def test_defer_shows_pending_and_denied_fates(harness):
     events = story()
