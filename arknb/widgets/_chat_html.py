@@ -69,7 +69,7 @@ def clip(text: str, limit: int) -> str:
 
 _TOOL_STATUS = {"requested": "requested", "running": "running", "awaiting_approval": "awaiting approval",
                 "approved": "approved", "done": "done", "error": "error", "denied": "denied",
-                "not_executed": "not executed", "interrupted": "interrupted"}
+                "not_executed": "not executed", "interrupted": "interrupted", "in_doubt": "in doubt"}
 _HOOK_WHAT = {"before_tool_call": "arguments", "after_tool_call": "result", "on_model_chunk": "streamed text",
               "before_model_call": "model request", "after_model_call": "model response", "before_run": "input",
               "on_turn_completion": "turn", "before_persist_state": "save"}

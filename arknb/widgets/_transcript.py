@@ -266,7 +266,8 @@ class Transcript:
                     "detail": dict(data.get("detail") or {})}
         self.approvals[aid] = approval
         if call["id"]:
-            self._tool(call, status="awaiting_approval" if approval["decision"] == "pending"
+            waiting = "in_doubt" if approval["kind"] == "in_doubt" else "awaiting_approval"
+            self._tool(call, status=waiting if approval["decision"] == "pending"
                        else _DECIDED_STATUS.get(approval["decision"], "requested"))
         return approval
 
@@ -276,7 +277,9 @@ class Transcript:
             self._note_approval(item)
 
     def _on_approval_decided(self, p: Mapping[str, Any]) -> None:
-        self.decided(str(p.get("approval_id") or ""), str(p.get("decision") or ""), p.get("deny_reason"))
+        # An in-doubt call's decision is its resolution (rerun / done / failed, DESIGN §13).
+        decision = str(p.get("resolution") or p.get("decision") or "")
+        self.decided(str(p.get("approval_id") or ""), decision, p.get("deny_reason"))
 
     def decided(self, approval_id: str, decision: str, deny_reason: Any = None) -> None:
         """Record a decision (from an event, or one the runtime reported as already made)."""
@@ -285,7 +288,7 @@ class Transcript:
             return
         approval["decision"], approval["deny_reason"] = decision, deny_reason
         card = self._by_id.get(f"tool:{approval['call_id']}")
-        if card is not None and card["status"] == "awaiting_approval":
+        if card is not None and card["status"] in ("awaiting_approval", "in_doubt"):
             self._card(card, status=_DECIDED_STATUS[decision])
             if decision == "denied":
                 self._set(card, reason=deny_reason)
@@ -352,8 +355,11 @@ class Transcript:
                         else f"not executed: the run ended {self.status}"))
 
 
-_DECIDED_STATUS = {"approved": "approved", "denied": "denied"}
-_OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "approved"})
+# A person's decision as the tool card shows it; an in-doubt call's resolutions too:
+# "rerun" runs it again, "done"/"failed" answer it with the text the person gave.
+_DECIDED_STATUS = {"approved": "approved", "denied": "denied", "rerun": "approved", "done": "done",
+                   "failed": "error"}
+_OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "in_doubt", "approved"})
 
 
 def _dump(value: Any) -> dict[str, Any]:

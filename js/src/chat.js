@@ -29,7 +29,7 @@ const STATUS_LABEL = {
 function toolStatusLabel(status) {
   return ({ requested: "requested", running: "running…", awaiting_approval: "awaiting approval",
     approved: "approved", done: "done", error: "error", denied: "denied", not_executed: "not executed",
-    interrupted: "interrupted" })[status] || status;
+    interrupted: "interrupted", in_doubt: "in doubt" })[status] || status;
 }
 
 function hookSentence(e) {

@@ -49,6 +49,11 @@ def _chat(runtime, made: list) -> ChatWidget:
     return made[-1]
 
 
+def _tool_status(chat: ChatWidget, call_id: str) -> str:
+    [card] = [e for e in chat._transcript.entries if e["kind"] == "tool" and e["call_id"] == call_id]
+    return card["status"]
+
+
 async def _click(chat: ChatWidget, content: dict) -> None:
     chat._on_msg(chat, {"request_id": 1, **content})
     await asyncio.wait_for(asyncio.gather(*list(chat._tasks)), 10)  # the decision's task
@@ -60,12 +65,14 @@ async def test_an_in_doubt_call_is_a_card_of_its_kind_and_mark_done_completes_th
     front = Frontend(chat)
     [card] = chat.approvals
     assert card["kind"] == "in_doubt" and card["tool_name"] == "send_mail" and card["decision"] == "pending"
+    assert _tool_status(chat, "c1") == "in_doubt"  # not "awaiting approval": nobody is asked to approve it
     await _click(chat, {"type": "mark_done", "approval_id": card["approval_id"], "text": "seen in the outbox"})
     result = await asyncio.wait_for(runtime.current_run.wait(), 10) if runtime.current_run else runtime.last_result
     assert result.stop_reason == "completed" and runtime.sent == []
     assert [m.text for m in runtime.history if m.role == "tool"] == ["seen in the outbox"]
     [answer] = front.of_type("action_result")
     assert answer["ok"] and answer["action"] == "mark_done"
+    assert _tool_status(chat, "c1") == "done"
 
 
 async def test_rerun_from_the_card_runs_the_call_again(tmp_path, chats):
@@ -76,6 +83,7 @@ async def test_rerun_from_the_card_runs_the_call_again(tmp_path, chats):
     await _click(chat, {"type": "rerun", "approval_id": card["approval_id"]})
     result = await asyncio.wait_for(runtime.current_run.wait(), 10) if runtime.current_run else runtime.last_result
     assert result.stop_reason == "completed" and runtime.sent == ["a@example.org"]
+    assert _tool_status(chat, "c1") == "done"
 
 
 async def test_approve_on_an_in_doubt_card_is_refused_with_the_way_forward(tmp_path, chats):
