@@ -452,6 +452,18 @@ def test_older_events_load_on_demand(harness):
     assert shown_sequences(harness)[0] == 11
 
 
+def test_a_view_that_has_every_event_says_nothing_is_missing(harness):
+    """The kernel forgot the oldest events (max_events), but this view received them all
+    as they came: nothing is missing from it, so no "no longer kept" line."""
+    events = story()
+    mount(harness, events[:-1], paged=False)
+    wait_count(harness, len(events) - 1, len(events) - 1)
+    send(harness, events[-1:], start=len(events) - 1, first=len(events) - 5)  # the kernel keeps its newest 5
+    wait_count(harness, len(events), len(events))  # the frame that applied it is drawn
+    assert harness.page.get_by_test_id("arknb-timeline-forgotten").count() == 0
+    assert harness.page.get_by_test_id("arknb-timeline-older").count() == 0
+
+
 def test_older_events_from_a_page_source(harness):
     events = story()
     mount(harness, paged=True)
