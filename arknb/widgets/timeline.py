@@ -28,7 +28,7 @@ DEFAULT_MAX_EVENTS = 10_000
 DEFAULT_PAGE_SIZE = 2_000
 DEFAULT_MAX_VIEW_EVENTS = 100_000
 _MESSAGE_EVENTS = 5_000
-"""Most events per ``events`` message (a pack of chunks counts each chunk)."""
+"""Most events per ``events`` message (one column batch of at most this many events)."""
 
 
 def _positive(name: str, value: Any) -> int:

@@ -1,5 +1,5 @@
 // TimelineWidget front end (arknb/widgets/timeline.py). Events arrive in offset-
-// stamped `events` messages (chunks packed), are folded in once per animation frame
+// stamped `events` messages (column batches), are folded in once per animation frame
 // into one store per model, and are shown as a waterfall of nested spans, a virtual
 // list of rows (only those on screen are in the DOM) and a detail pane.
 import { Action, Msg } from "./lib/protocol.js";
