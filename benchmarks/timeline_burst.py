@@ -1,19 +1,22 @@
 """What attaching a TimelineWidget costs a run (issue 15, item 1).
 
 Kernel side only; the front end is faked (``fake_frontend.py``: every comm message is
-JSON-encoded as the kernel would and counted). Three measurements:
+JSON-encoded as the kernel would and counted). Four measurements:
 
 1. **Burst**: one model call streams ``--chunks`` text chunks at once (the issue's
    case: 5,000 chunks, 13 ms without a timeline, 562 ms with one before this work).
    The run is consumed with ``run_stream`` both times; with the timeline, the timing
    also covers its last flush, so everything it sends for the run is inside. Runs
    with and without alternate; the ratio is of the CPU-time medians. Target <= 1.2x.
-2. **Kernel memory** after a 100,000-chunk run: what the timeline keeps (bounded by
+2. **The shared workload** (``workload.py``: 10 turns of 20 chunks and a tool call, what
+   subject (d') of ``run.py`` times in separate processes) in one process, runs with and
+   without a timeline alternating, so that both see the same machine. Target <= 1.2x.
+3. **Kernel memory** after a 100,000-chunk run: what the timeline keeps (bounded by
    ``max_events``, default 10,000) measured with tracemalloc.
-3. **Static HTML refresh**: one ``to_html()`` over a full store (what the companion
+4. **Static HTML refresh**: one ``to_html()`` over a full store (what the companion
    output costs, at most about once a second and only once the widget is displayed).
 
-Usage: python benchmarks/timeline_burst.py [--chunks 5000] [--reps 30]
+Usage: python benchmarks/timeline_burst.py [--chunks 5000] [--reps 30] [--shared-reps 200]
 """
 
 from __future__ import annotations
@@ -53,6 +56,38 @@ async def one_run(ark, TimelineWidget, traffic, chunks: int, widget: bool) -> di
     if timeline is not None:
         timeline.close()
     return {"cpu_ms": cpu * 1000, "wall_ms": wall * 1000, "messages": traffic.messages, "bytes": traffic.bytes}
+
+
+async def one_shared_run(ark, TimelineWidget, widget: bool) -> float:
+    from arknb_common import make_tool, script, stream_run
+    from workload import CHUNKS, ToolCounter
+
+    counter = ToolCounter()
+    runtime = ark.AgentRuntime(script(CHUNKS), tools=[make_tool(counter)], system_prompt="Be brief.")
+    timeline = TimelineWidget(runtime) if widget else None
+    gc.collect()
+    c0 = time.process_time()
+    await stream_run(runtime, counter, CHUNKS)  # asserts every chunk and tool call happened
+    if timeline is not None:
+        timeline._coalescer.flush_now()
+    cpu = time.process_time() - c0
+    if timeline is not None:
+        timeline.close()
+    return cpu * 1000
+
+
+async def shared(ark, TimelineWidget, reps: int) -> dict:
+    for _ in range(10):  # warm-up
+        for widget in (False, True):
+            await one_shared_run(ark, TimelineWidget, widget)
+    plain, attached = [], []
+    for i in range(reps):
+        for widget in ((False, True) if i % 2 else (True, False)):
+            (attached if widget else plain).append(await one_shared_run(ark, TimelineWidget, widget))
+    out = {"runs": reps, "plain_cpu_ms": statistics.median(plain), "timeline_cpu_ms": statistics.median(attached)}
+    out["ratio"] = out["timeline_cpu_ms"] / out["plain_cpu_ms"]
+    out["paired_ratio"] = statistics.median(b / a for a, b in zip(plain, attached))
+    return out
 
 
 async def kept_memory(ark, TimelineWidget, chunks: int) -> dict:
@@ -98,12 +133,13 @@ async def measure(args) -> dict:
     out["ratio"] = out["timeline_cpu_ms"] / out["plain_cpu_ms"]
     # On a shared machine the fastest run is the least disturbed one: its ratio as well.
     out["min_ratio"] = min(r["cpu_ms"] for r in attached) / min(r["cpu_ms"] for r in plain)
+    out["shared"] = await shared(ark, TimelineWidget, args.shared_reps)
     out["memory"] = await kept_memory(ark, TimelineWidget, args.memory_chunks)
     return out
 
 
 def render(r: dict) -> str:
-    m = r["memory"]
+    m, sh = r["memory"], r["shared"]
     lines = [
         f"## A {r['chunks']:,}-chunk burst with and without a TimelineWidget ({r['reps']} runs each, alternating)",
         "",
@@ -118,6 +154,13 @@ def render(r: dict) -> str:
         "",
         f"Machine load average at the start: {r['load_average']} (2 cores, shared).",
         "",
+        f"## The shared workload (10 turns x 20 chunks + a tool call) with and without a TimelineWidget "
+        f"({sh['runs']} runs each, alternating, one process)",
+        "",
+        f"CPU ms medians: {sh['plain_cpu_ms']:.2f} without, {sh['timeline_cpu_ms']:.2f} with; ratio "
+        f"**{sh['ratio']:.2f}x** (target <= {TARGET_RATIO}x: {'met' if sh['ratio'] <= TARGET_RATIO else 'NOT met'}); "
+        f"median of the paired ratios {sh['paired_ratio']:.2f}x.",
+        "",
         f"After a {m['events_seen']:,}-event run the kernel keeps {m['events_kept']:,} events "
         f"({m['retained_mib']:.1f} MiB retained, tracemalloc); one static HTML refresh over them takes "
         f"{m['to_html_ms']:.1f} ms ({m['to_html_kib']:.0f} KiB).",
@@ -129,6 +172,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--chunks", type=int, default=5000)
     p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--shared-reps", type=int, default=200)
     p.add_argument("--memory-chunks", type=int, default=100_000)
     p.add_argument("--json", action="store_true")
     args = p.parse_args()

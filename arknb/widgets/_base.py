@@ -24,12 +24,12 @@ import asyncio
 import logging
 import weakref
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable
 
 from ..domain import invalid_argument
 
 __all__ = ["CELLS", "STATIC", "BusListener", "CellWidgets", "RuntimeWidget", "bundle", "check_events",
-           "check_runtime", "detach", "kernel_cell", "spawn"]
+           "check_runtime", "kernel_cell", "spawn"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """Folder of the built front end (``js/`` is built into it; the wheel ships it)."""
@@ -78,6 +78,13 @@ class BusListener:
     whichever comes first (a ``weakref.finalize`` unsubscribes), so a runtime that
     outlives its widgets does not keep them, or their listeners, alive.
 
+    A widget whose hot path is only to keep the event (the timeline: thousands of
+    ``llm.chunk`` per answer) gives ``record``, a callable that must not hold the
+    owner (e.g. the ``append`` of a list the owner keeps): every event goes to
+    ``record`` first, and ``owner.<method>`` is then called only for events whose
+    type is not in ``quiet``. A chunk then costs one C-level call, not a weak
+    reference lookup and a method call.
+
     Example:
         >>> from arknb.events import EventBus
         >>> class W:
@@ -92,13 +99,26 @@ class BusListener:
 
     __slots__ = ("_finalizer", "__weakref__")
 
-    def __init__(self, bus: Any, owner: Any, method: str) -> None:
-        target = weakref.WeakMethod(getattr(owner, method))
+    def __init__(self, bus: Any, owner: Any, method: str, *, record: Callable[[Any], Any] | None = None,
+                 quiet: Iterable[str] = ()) -> None:
+        # A plain weak reference and the class's function rather than a WeakMethod:
+        # calling a WeakMethod runs Python code, a weakref is a C call (every event pays it).
+        owner_ref = weakref.ref(owner)
+        function = getattr(type(owner), method)
+        if record is None:
+            def listener(event: Any) -> None:
+                target = owner_ref()
+                if target is not None:  # None only between collection and the finalizer
+                    function(target, event)
+        else:
+            skip = frozenset(quiet)
 
-        def listener(event: Any) -> None:
-            bound = target()
-            if bound is not None:  # None only between collection and the finalizer
-                bound(event)
+            def listener(event: Any) -> None:
+                record(event)
+                if event.type not in skip:
+                    target = owner_ref()
+                    if target is not None:
+                        function(target, event)
 
         # The finalizer holds the unsubscribe function, never the owner.
         self._finalizer = weakref.finalize(owner, bus.subscribe("*", listener))
@@ -193,14 +213,17 @@ class RuntimeWidget:
 
     ``self._listen(bus)`` subscribes ``self._on_event`` weakly and claims the running
     notebook cell; ``close()`` stops listening and flushing, then closes the widget.
-    Subclasses that batch with a ``Coalescer`` keep it in ``self._coalescer``.
+    Subclasses that batch with a ``Coalescer`` keep it in ``self._coalescer``; one
+    that has more to end on close (tasks, a static companion) extends :meth:`_release`.
     """
 
     _link: BusListener | None = None
     _coalescer: Any = None
 
-    def _listen(self, bus: Any) -> None:
-        self._link = BusListener(bus, self, "_on_event")
+    def _listen(self, bus: Any, *, method: str = "_on_event", record: Callable[[Any], Any] | None = None,
+                quiet: Iterable[str] = ()) -> None:
+        """Listen to ``bus`` weakly (``record``/``quiet``: see :class:`BusListener`)."""
+        self._link = BusListener(bus, self, method, record=record, quiet=quiet)
         CELLS.claim(self)
 
     @property
@@ -208,7 +231,9 @@ class RuntimeWidget:
         """True while the widget receives its runtime's events."""
         return self._link is not None and self._link.active
 
-    def _stop_listening(self) -> None:
+    def _release(self) -> None:
+        """Stop listening and flushing (what ``close`` does before closing the comm).
+        Safe on a half-built widget: ipywidgets also calls ``close()`` from ``__del__``."""
         if self._link is not None:
             self._link.close()
         if self._coalescer is not None:
@@ -216,25 +241,8 @@ class RuntimeWidget:
 
     def close(self) -> None:
         """Stop listening to the runtime and close the widget (its views go too)."""
-        self._stop_listening()
+        self._release()
         super().close()  # type: ignore[misc]
-
-
-def detach(widget: Any) -> None:
-    """Stop a widget listening to its runtime's bus and flushing (what ``close`` does first).
-
-    Kept for widgets that hold their own unsubscribe function in ``_unsubscribe``;
-    :class:`RuntimeWidget` does this itself.
-    """
-    if getattr(widget, "_unsubscribe", None) is not None:
-        widget._unsubscribe()
-        widget._unsubscribe = None
-    link = getattr(widget, "_link", None)
-    if link is not None:
-        link.close()
-    coalescer = getattr(widget, "_coalescer", None)
-    if coalescer is not None:
-        coalescer.close()
 
 
 def spawn(coro: Awaitable[Any], tasks: set[asyncio.Future], on_error: Callable[[BaseException], None]) -> None:

@@ -14,7 +14,7 @@ import anywidget
 import traitlets
 
 from ..domain import invalid_argument
-from ._base import STATIC, check_events
+from ._base import bundle, check_events
 from ._payload import jsonable
 
 __all__ = ["TraceCompareWidget"]
@@ -40,8 +40,8 @@ class TraceCompareWidget(anywidget.AnyWidget):
         >>> ark.TimelineWidget.compare(recorded, replayed)   # doctest: +SKIP
     """
 
-    _esm = STATIC / "compare.js"
-    _css = STATIC / "compare.css"
+    _esm = bundle("compare.js")
+    _css = bundle("compare.css")
 
     expected = traitlets.List().tag(sync=True)
     actual = traitlets.List().tag(sync=True)

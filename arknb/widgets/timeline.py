@@ -11,7 +11,7 @@ import anywidget
 import traitlets
 
 from ..domain import invalid_argument
-from ._base import STATIC, check_events, detach, spawn
+from ._base import RuntimeWidget, bundle, check_events, spawn
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._protocol import Action, Msg
 from ._static_html import StaticTwin, new_static_id
@@ -28,7 +28,7 @@ DEFAULT_MAX_EVENTS = 10_000
 DEFAULT_PAGE_SIZE = 2_000
 DEFAULT_MAX_VIEW_EVENTS = 100_000
 _MESSAGE_EVENTS = 5_000
-"""Most events per ``events`` message (a pack of chunks counts each chunk)."""
+"""Most events per ``events`` message (one column batch of at most this many events)."""
 
 
 def _positive(name: str, value: Any) -> int:
@@ -61,7 +61,7 @@ def _light(event: Any) -> Any:
             "payload": event.payload}
 
 
-class TimelineWidget(anywidget.AnyWidget):
+class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
     """A trace view: one row per event (status-coloured, one-line summaries), runs,
     turns, model calls and tool calls as nested waterfall spans, totals per run,
     filters by type, run and span, text search, a detail pane with structured
@@ -72,8 +72,8 @@ class TimelineWidget(anywidget.AnyWidget):
     keeps an event outbox); the browser renders only the rows on screen and folds
     updates in once per animation frame, so 100,000 events stay scrollable,
     filterable and searchable. Live on a runtime, events leave the kernel in batches
-    (about one message per 33 ms while a model streams, at once on structural
-    events); streamed chunks travel packed. The cell's output also carries a static
+    (at most one message per 33 ms, the end of a run at once); they travel as binary
+    columns (``_timeline_wire.py``). The cell's output also carries a static
     HTML summary that is kept current, so a saved notebook reads without a kernel.
 
     Args:
@@ -92,8 +92,8 @@ class TimelineWidget(anywidget.AnyWidget):
         >>> html = TimelineWidget(events).to_html()         # doctest: +SKIP
     """
 
-    _esm = STATIC / "timeline.js"
-    _css = STATIC / "timeline.css"
+    _esm = bundle("timeline.js")
+    _css = bundle("timeline.css")
 
     read_only = traitlets.Bool(False).tag(sync=True)
     """True when built from recorded events (no live updates)."""
@@ -128,13 +128,14 @@ class TimelineWidget(anywidget.AnyWidget):
                          paged=pages is not None, static_id=new_static_id(),
                          session_id=str(getattr(source, "session_id", "") or "") if live else "", **kwargs)
         self._tasks: set[asyncio.Future] = set()
-        self._unsubscribe: Callable[[], None] | None = None
         self._streaming = False
         self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
         self._pages = pages
         if live:
             self._log = EventLog(max_events)
-            self._unsubscribe = bus.subscribe("*", self._listener())
+            # The hot path: every event is one list append (no reference to the widget, so
+            # the bus never keeps it alive); only non-chunk events reach _on_structure.
+            self._listen(bus, method="_on_structure", record=self._log.append, quiet=(CHUNK,))
         else:
             self._log = EventLog(None)  # the caller holds the trace already: keep it whole
             self._log.extend(recorded)
@@ -181,33 +182,28 @@ class TimelineWidget(anywidget.AnyWidget):
 
     # -- kernel -> browser ------------------------------------------------------------
 
-    def _listener(self) -> Callable[[Any], None]:
-        """The bus listener (it only observes). The hot path for a chunk is one list
-        append: a closure over locals, no attribute lookups, no per-chunk timer call
-        (a timer flushes while a model streams, see ``_structural``)."""
-        append = self._log.append
-        structural = self._structural
-
-        def on_event(event: Any, _chunk: str = CHUNK) -> None:
-            append(event)
-            if event.type != _chunk:
-                structural(event.type)
-
-        return on_event
-
     def _on_event(self, event: Any) -> None:
         """Take one event as the bus listener does (tests, replays)."""
         self._log.append(event)
         if event.type != CHUNK:
-            self._structural(event.type)
+            self._on_structure(event)
 
-    def _structural(self, etype: str) -> None:
+    def _on_structure(self, event: Any) -> None:
+        """A non-chunk event was appended: the end of a run goes out at once; anything else
+        within one interval, so the events of a busy stretch share one message (each
+        message has a fixed cost, in the kernel and in the browser)."""
+        etype = event.type
+        if etype in RUN_END:
+            self._streaming = False
+            self._coalescer.structural()
+            self._twin.changed(settled=True)
+            return
         if etype == "llm.before":
             self._streaming = True  # chunks follow: flush on a timer until llm.after
-        elif etype == "llm.after" or etype in RUN_END:
+        elif etype == "llm.after":
             self._streaming = False
-        self._coalescer.structural()
-        self._twin.changed(settled=etype in RUN_END)
+        self._coalescer.delta()
+        self._twin.changed()
 
     def _flush(self) -> None:
         if self._sent < self._log.next:
@@ -295,14 +291,14 @@ class TimelineWidget(anywidget.AnyWidget):
                        error=f"could not read older events: {type(exc).__name__}: {exc}")
         return report
 
-    def close(self) -> None:
-        """Stop listening to the runtime, refresh the static companion, close the widget."""
-        if hasattr(self, "_twin"):  # ipywidgets also calls close() from __del__, maybe mid-__init__
-            detach(self)
-            for task in list(self._tasks):
-                task.cancel()
-            self._twin.close()
-        super().close()
+    def _release(self) -> None:
+        """Stop listening, cancel page reads, refresh the static companion (on close)."""
+        super()._release()
+        for task in list(getattr(self, "_tasks", ())):
+            task.cancel()
+        twin = getattr(self, "_twin", None)  # ipywidgets also calls close() from __del__, maybe mid-__init__
+        if twin is not None:
+            twin.close()
 
     @classmethod
     def compare(cls, expected_events: Any, actual_events: Any, **options: Any) -> Any:

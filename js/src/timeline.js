@@ -1,5 +1,5 @@
 // TimelineWidget front end (arknb/widgets/timeline.py). Events arrive in offset-
-// stamped `events` messages (chunks packed), are folded in once per animation frame
+// stamped `events` messages (column batches), are folded in once per animation frame
 // into one store per model, and are shown as a waterfall of nested spans, a virtual
 // list of rows (only those on screen are in the DOM) and a detail pane.
 import { Action, Msg } from "./lib/protocol.js";
@@ -262,9 +262,11 @@ function render({ model, el }) {
     } else if (model.get("paged") && !store.exhausted && store.started) {
       parts.push(h("button", { type: "button", class: "arknb-btn arknb-btn-small", testid: "arknb-timeline-older",
         onclick: () => s.older(page) }, "older events in the store: load"));
-    } else if (store.kernelFirst > 0 && store.lo <= store.kernelFirst && !model.get("paged")) {
+    } else if (store.lo > 0 && store.lo <= store.kernelFirst && !model.get("paged")) {
+      // Positions [0, lo) are in neither this view nor the kernel. A view that has held
+      // everything from the start misses nothing, however much the kernel forgot since.
       parts.push(h("span", { class: "arknb-muted", testid: "arknb-timeline-forgotten" },
-        `${thousands(store.kernelFirst)} earlier events are no longer kept (max_events)`));
+        `${thousands(store.lo)} earlier events are no longer kept (max_events)`));
     }
     if (store.olderError) parts.push(h("span", { class: "arknb-error", testid: "arknb-timeline-older-error" }, store.olderError));
     older.replaceChildren(...parts);

@@ -123,3 +123,31 @@ def test_suspend_waits_for_the_checkpoint_and_long_results_collapse(lab):
     assert more.inner_text() == "show less"
     chat.get_by_test_id("arknb-resume").click()
     chat.locator("[data-testid='arknb-assistant-text']", has_text="after the checkpoint").wait_for()
+
+
+def test_a_chat_at_400_px_fits_its_width(lab):
+    """At 400 px nothing in the chat reaches past its right edge (cards, buttons, the
+    send box, long words) and nothing scrolls sideways; a screenshot for a reviewer."""
+    notebook = lab.server.write_notebook("chat_narrow.ipynb", [
+        APPROVALS, 'chat = ark.ChatWidget(runtime, layout={"width": "400px"})\nchat'])
+    lab.open(notebook)
+    assert lab.run_cell(0).strip() == "awaiting_approval"
+    lab.run_cell(1)
+    chat = lab.page.locator(CHAT).first
+    chat.wait_for()
+    chat.locator("[data-testid='arknb-approval']").first.wait_for()
+    overflow = chat.evaluate("""(root) => {
+        const edge = root.getBoundingClientRect().right + 1;
+        const out = [...root.querySelectorAll('*')].filter((el) => {
+            const r = el.getBoundingClientRect();
+            return r.width > 0 && r.right > edge && getComputedStyle(el).position !== 'fixed';
+        }).map((el) => el.dataset.testid || el.className || el.tagName);
+        const sideways = [root, ...root.querySelectorAll('*')].filter((el) =>
+            el.scrollWidth > el.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+            .map((el) => el.dataset.testid || el.className || el.tagName);
+        return {width: root.getBoundingClientRect().width, out, sideways};
+    }""")
+    assert overflow["width"] <= 402 and overflow["out"] == [] and overflow["sideways"] == [], overflow
+    for name in ("arknb-approve", "arknb-deny"):
+        assert chat.get_by_test_id(name).first.is_visible()
+    lab.screenshot("chat_400px", locator=chat)

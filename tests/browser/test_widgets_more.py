@@ -248,6 +248,9 @@ def test_read_only_replay_of_recorded_events(lab):
     chat.wait_for()
     assert chat.get_attribute("data-read-only") == "true"
     assert _wait_for_chat_status(lab.page, "completed") == "completed"
+    # The status is in the widget's first state; the transcript comes with the kernel's
+    # answer to the view's hello: wait for it rather than read it in between.
+    chat.locator("[data-testid='arknb-tool-card'][data-status='done']").wait_for()
     assert _transcript_of(chat) == EXPECTED_TRANSCRIPT
     assert chat.get_by_test_id("arknb-input").is_hidden()
     assert chat.get_by_test_id("arknb-send").is_hidden()

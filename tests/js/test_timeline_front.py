@@ -114,22 +114,36 @@ def test_messages_for_another_view_are_ignored(harness):
     assert count_text(harness) == "3 of 3 events"
 
 
-def test_packed_chunks_arrive_exactly_as_the_kernel_has_them(harness):
-    """Python encode -> JS unpack gives back AgentEvent.to_dict(), checked via the export."""
-    events = [{"event_id": f"r1:{i}", "type": "llm.chunk", "session_id": "s1", "run_id": "r1", "sequence": i,
-               "timestamp": 1_733_000_000.123456 + i / 7, "payload": {"kind": "text" if i % 3 else "reasoning",
-                                                                      "text": f"w{i} é😀", "index": i // 2}}
+def test_column_batches_arrive_exactly_as_the_kernel_has_them(harness):
+    """Python encode -> JS unpack gives back AgentEvent.to_dict(), checked via the export:
+    chunks of two kinds in columns, other events beside them, two runs and two sessions
+    (coded columns), a jump in the sequences, texts and ids in one UTF-8 buffer (a leading
+    U+FEFF kept) or, when one holds a NUL, as lists."""
+    def ev(i, etype, run="r1", session="s1", **payload):
+        return {"event_id": f"{run}:{i}", "type": etype, "session_id": session, "run_id": run, "sequence": i,
+                "timestamp": 1_733_000_000.123456 + i / 7, "payload": payload}
+
+    events = [ev(i, "llm.chunk", kind="text" if i % 3 else "reasoning", text=f"w{i} é😀", index=i // 2)
               for i in range(1, 3001)]
-    events[1500]["sequence"] += 0  # consecutive sequences ...
-    events += [{**events[-1], "event_id": "r1:9999", "sequence": 9999, "timestamp": 1_733_000_999.5}]  # ... then a jump
+    events[0]["payload"]["text"] = "\ufeffBOM first"
+    events[10:10] = [ev(0, "tool.before", run="r2", session="s2", call={"id": "c1", "name": "add"})]
+    events += [{**events[-1], "event_id": "custom", "sequence": 9999, "timestamp": 1_733_000_999.5}]
     items, _ = encode(events)
-    assert [i.get("pack") for i in items] == ["llm.chunk"]
+    (item,) = items
+    assert item["chunks"] and item["type_at"] is not None and item["run_id_at"] is not None
+    odd = [ev(10_000, "llm.chunk", kind="text", text="odd", index=0, hook="rewrite"), ev(10_001, "agent.success")]
+    assert not encode(odd)[0][0]["chunks"]
+    nul = [ev(10_002, "llm.chunk", kind="text", text="a\0b", index=0), ev(10_003, "llm.chunk", kind="text", text="", index=0)]
+    assert isinstance(encode(nul)[0][0]["text"], list) and isinstance(item["text"], int)
     mount(harness, events)
-    wait_count(harness, len(events), len(events))
+    send(harness, odd, start=len(events))
+    send(harness, nul, start=len(events) + len(odd))
+    everything = events + odd + nul
+    wait_count(harness, len(everything), len(everything))
     with harness.page.expect_download() as info:
         harness.page.get_by_test_id("arknb-timeline-export").click()
     lines = open(info.value.path(), encoding="utf-8").read().splitlines()
-    assert [json.loads(line) for line in lines] == events
+    assert [json.loads(line) for line in lines] == everything
 
 
 def test_every_event_type_has_the_python_summary_and_status(harness):
@@ -347,6 +361,18 @@ def test_hook_decisions_read_as_decisions(harness):
     lines = detail.locator(".arknb-diff-lines").inner_text().splitlines()
     assert "- line two" in lines and "+ line 2" in lines and "  line one" in lines
 
+    # hold on a chunk: the text held back (it joins the next chunk)
+    redact = next(e for e in events if e["type"] == "hook.decision" and e["payload"]["hook"] == "redact")
+    last = events[-1]["sequence"]
+    held = {**redact, "event_id": f"r2:{last + 1}", "sequence": last + 1,
+            "payload": {**redact["payload"], "hook": "buffer", "action": "hold", "reason": "half a word",
+                        "before": {"text": "Don", "reasoning": ""}}}
+    send(harness, [held], start=len(events))
+    wait_count(harness, len(events) + 1, len(events) + 1)
+    detail = open_row(harness, f"{hook}[data-sequence='{last + 1}']")
+    assert detail.get_by_test_id("arknb-hook-affected").inner_text() == "Don"
+    assert "text held back" in detail.inner_text()
+
 
 def test_defer_shows_pending_and_denied_fates(harness):
     events = story()
@@ -424,6 +450,18 @@ def test_older_events_load_on_demand(harness):
     assert forgotten.inner_text() == "10 earlier events are no longer kept (max_events)"
     scroll_to(harness, 0)
     assert shown_sequences(harness)[0] == 11
+
+
+def test_a_view_that_has_every_event_says_nothing_is_missing(harness):
+    """The kernel forgot the oldest events (max_events), but this view received them all
+    as they came: nothing is missing from it, so no "no longer kept" line."""
+    events = story()
+    mount(harness, events[:-1], paged=False)
+    wait_count(harness, len(events) - 1, len(events) - 1)
+    send(harness, events[-1:], start=len(events) - 1, first=len(events) - 5)  # the kernel keeps its newest 5
+    wait_count(harness, len(events), len(events))  # the frame that applied it is drawn
+    assert harness.page.get_by_test_id("arknb-timeline-forgotten").count() == 0
+    assert harness.page.get_by_test_id("arknb-timeline-older").count() == 0
 
 
 def test_older_events_from_a_page_source(harness):

@@ -62,7 +62,7 @@ class Frontend:
 
 class BufferedFrontend(Frontend):
     """A fake front end that keeps each message's binary buffers (``_buffers``) and
-    decodes the timeline's ``events`` messages (packed chunks included)."""
+    decodes the timeline's ``events`` messages (column batches)."""
 
     def __init__(self, widget: Any) -> None:
         super().__init__(widget)

@@ -123,13 +123,28 @@ def test_totals_per_run_and_overall():
 # -- live batching ---------------------------------------------------------------------
 
 
-def test_structure_flushes_at_once_and_a_stream_on_a_timer(runtime, timers, ev):
+def test_a_short_run_is_one_message_sent_when_it_ends(runtime, timers, ev):
     tl = TimelineWidget(runtime, clock=timers.clock, call_later=timers.call_later)
     front = BufferedFrontend(tl)
-    runtime.bus.publish(ev("agent.started", input=["go"]))   # structural: at once
+    for etype in ("agent.started", "llm.before", "llm.chunk", "llm.after", "turn.completed"):
+        runtime.bus.publish(ev(etype))
+    assert front.of_type("events") == []                      # within one interval: nothing yet
+    runtime.bus.publish(ev("agent.success", stop_reason="completed"))
+    (msg,) = front.of_type("events")                          # the run's end: at once, all of it
+    assert [e["type"] for e in front.received()][-1] == "agent.success" and len(front.received()) == 6
+    timers.advance(1.0)
+    assert len(front.of_type("events")) == 1 and timers.pending == 0
+
+
+def test_events_wait_at_most_one_interval_and_a_stream_flushes_on_a_timer(runtime, timers, ev):
+    tl = TimelineWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    front = BufferedFrontend(tl)
+    runtime.bus.publish(ev("agent.started", input=["go"]))
+    assert front.of_type("events") == []
+    timers.advance(0.034)                                      # one interval (33 ms) later
     assert [m["start"] for m in front.of_type("events")] == [0]
     timers.advance(0.05)
-    runtime.bus.publish(ev("llm.before", turn=1))            # at once (rate allows), then ticks start
+    runtime.bus.publish(ev("llm.before", turn=1))            # then ticks start
     for i in range(5000):
         runtime.bus.publish(ev("llm.chunk", kind="text", text="x", index=i))
         timers.advance(0.0001)                                # 0.5 s of streaming
@@ -143,7 +158,9 @@ def test_structure_flushes_at_once_and_a_stream_on_a_timer(runtime, timers, ev):
     assert [e["sequence"] for e in received] == list(range(1, 5005))
     assert all(b["start"] == a["start"] + len(decode(a["events"], a["_buffers"]))
                for a, b in zip(batches, batches[1:]))
-    assert any(item.get("pack") == "llm.chunk" for m in batches for item in m["events"])
+    assert all([item["batch"] for item in m["events"]] == [len(decode(m["events"], m["_buffers"]))]
+               for m in batches)                              # one column batch per message
+    assert any(item["chunks"] for m in batches for item in m["events"])
     assert timers.pending == 0                                # no ticking once the model is done
 
 
@@ -176,7 +193,7 @@ def test_hello_answers_the_newest_page_or_fills_a_gap(runtime, timers, ev):
     front.messages.clear()
     tl._on_msg(tl, {"type": "hello", "have": 10, "token": "v2"})
     (msg,) = front.of_type("events")
-    assert (msg["start"], msg.get("reset"), msg["to"]) == (10, None, "v2") and len(msg["events"]) == 3
+    assert (msg["start"], msg.get("reset"), msg["to"]) == (10, None, "v2") and len(decode(msg["events"], msg["_buffers"])) == 3
 
 
 def test_older_pages_come_from_memory_then_say_exhausted(runtime, timers, ev):
@@ -193,7 +210,7 @@ def test_older_pages_come_from_memory_then_say_exhausted(runtime, timers, ev):
     front.messages.clear()
     tl._on_msg(tl, {"type": "older", "before": 2, "limit": 4, "token": "v"})
     (msg,) = front.of_type("events")
-    assert (msg["start"], msg["exhausted"]) == (0, True) and len(msg["events"]) == 2
+    assert (msg["start"], msg["exhausted"]) == (0, True) and len(decode(msg["events"], msg["_buffers"])) == 2
     front.messages.clear()
     tl._on_msg(tl, {"type": "older", "before": 0, "limit": 4, "token": "v"})
     (msg,) = front.of_type("events")

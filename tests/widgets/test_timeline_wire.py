@@ -1,4 +1,4 @@
-"""The timeline's wire format and its kernel-side store: packs of chunks round-trip
+"""The timeline's wire format and its kernel-side store: column batches round-trip
 exactly, the log stays bounded, and forward-reading page sources page backwards."""
 
 import json
@@ -26,40 +26,68 @@ def wire_roundtrip(events):
     return items, decode(items, buffers)
 
 
-def test_chunks_pack_and_come_back_exactly():
+def test_chunks_travel_as_columns_and_come_back_exactly():
     events = [chunk(i, text=f"w{i} é😀\n", kind="reasoning" if i % 4 == 0 else "text", index=i // 2)
               for i in range(1, 2001)]
     items, back = wire_roundtrip(events)
-    assert [i["pack"] for i in items] == ["llm.chunk"]
-    assert items[0]["seq0"] == 1 and items[0]["seq"] is None  # consecutive: no sequence column
+    assert [i["batch"] for i in items] == [2000] and items[0]["chunks"]
+    assert items[0]["type"] == ["llm.chunk"] and items[0]["type_at"] is None  # one type: no code column
+    assert items[0]["payload"] == [] and items[0]["kind"] == ["text", "reasoning"]
     assert back == [e.to_dict() for e in events]
 
 
-def test_a_pack_holds_a_sequence_column_when_sequences_jump():
-    events = [chunk(1), chunk(2), chunk(7), chunk(8)]
+def test_sequences_that_jump_and_ids_of_any_form_come_back_exactly():
+    events = [chunk(1), chunk(2), chunk(7), chunk(2**40)]
+    events[2] = AgentEvent(**{**events[2].to_dict(), "event_id": "custom-id"})
     items, back = wire_roundtrip(events)
-    assert items[0]["seq0"] is None and isinstance(items[0]["seq"], int)
+    assert isinstance(items[0]["seq"], int)
     assert back == [e.to_dict() for e in events]
 
 
-def test_packs_split_at_other_runs_and_other_events_and_odd_chunks_go_whole():
+def test_texts_and_ids_travel_as_one_utf8_buffer_unless_they_cannot():
+    events = [chunk(1, text="\ufeffstarts with a BOM"), chunk(2, text=""), chunk(3, text="é😀 \t\n")]
+    items, back = wire_roundtrip(events)
+    assert isinstance(items[0]["text"], int) and isinstance(items[0]["id"], int)
+    assert back == [e.to_dict() for e in events]
+    awkward = [chunk(1, text="a\0b"), chunk(2, text="lone \udc80 surrogate")]
+    awkward.append(AgentEvent(**{**chunk(3).to_dict(), "event_id": "id\0with a NUL"}))
+    items, back = wire_roundtrip(awkward)
+    assert isinstance(items[0]["text"], list) and isinstance(items[0]["id"], list)
+    assert back == [e.to_dict() for e in awkward]
+
+
+def test_runs_sessions_and_other_events_share_one_batch_and_odd_chunks_go_with_the_payloads():
     other = AgentEvent("tool.before", "s1", "r1", 4, 5.0, {"call": {"id": "c1"}}, "r1:4")
-    odd = AgentEvent("llm.chunk", "s1", "r1", 7, 8.0, {"kind": "text", "text": "x", "index": 0, "extra": 1}, "r1:7")
-    events = [chunk(1), chunk(2), chunk(3, run="r2"), other, chunk(5), chunk(6), odd, chunk(8), chunk(9)]
+    foreign = AgentEvent("agent.started", "s2", "r9", 5, 5.5, {"input": []}, "r9:5")
+    events = [chunk(1), chunk(2), chunk(3, run="r2"), other, foreign, chunk(6), chunk(8), chunk(9)]
     items, back = wire_roundtrip(events)
-    shapes = [("pack" if "pack" in i else "whole", i.get("n", 1)) if i.get("type", "llm.chunk") == "llm.chunk"
-              else i["type"] for i in items]
-    assert shapes == [("pack", 2), ("whole", 1), "tool.before", ("pack", 2), ("whole", 1), ("pack", 2)]
+    (item,) = items
+    assert item["run_id"] == ["r1", "r2", "r9"] and item["session_id"] == ["s1", "s2"] and item["chunks"]
+    assert item["payload"] == [{"call": {"id": "c1"}}, {"input": []}]
+    assert back == [e.to_dict() for e in events]
+    one_stretch = [other, chunk(5), chunk(6), chunk(7), foreign]
+    items, back = wire_roundtrip(one_stretch)
+    assert items[0]["payload"] == [{"call": {"id": "c1"}}, {"input": []}] and items[0]["chunks"]
+    assert back == [e.to_dict() for e in one_stretch]
+    odd = AgentEvent("llm.chunk", "s1", "r1", 7, 8.0, {"kind": "text", "text": "x", "index": 0, "extra": 1}, "r1:7")
+    events = [chunk(1), other, odd, chunk(8)]
+    items, back = wire_roundtrip(events)
+    assert not items[0]["chunks"] and len(items[0]["payload"]) == 4
     assert back == [e.to_dict() for e in events]
 
 
-def test_recorded_dicts_pack_too_and_mixed_shapes_go_whole():
+def test_recorded_dicts_travel_as_columns_and_other_shapes_go_whole():
     dicts = [chunk(i).to_dict() for i in range(1, 6)]
     items, back = wire_roundtrip(dicts)
-    assert [i.get("pack") for i in items] == ["llm.chunk"] and back == dicts
+    assert [i.get("batch") for i in items] == [5] and back == dicts
     mixed = [chunk(1), chunk(2).to_dict(), chunk(3)]
     items, back = wire_roundtrip(mixed)
-    assert all("pack" not in i for i in items) and back == [chunk(i).to_dict() for i in (1, 2, 3)]
+    assert all("batch" not in i for i in items) and back == [chunk(i).to_dict() for i in (1, 2, 3)]
+    sparse = [{"type": "note", "payload": {"text": "hi"}}, {**chunk(2).to_dict(), "extra": True}]
+    items, back = wire_roundtrip(sparse)
+    assert back == sparse  # missing and extra keys: sent as they are
+    int_time = [{**chunk(1).to_dict(), "timestamp": 5}]
+    assert wire_roundtrip(int_time)[1] == int_time
 
 
 def test_read_only_payloads_are_made_plain():
@@ -67,6 +95,10 @@ def test_read_only_payloads_are_made_plain():
                         MappingProxyType({"call": MappingProxyType({"id": "c1"}), "items": (1, 2)}), "r1:1")
     assert event_dict(frozen)["payload"] == {"call": {"id": "c1"}, "items": [1, 2]}
     json.dumps(event_dict(frozen))
+    tuple_at_top = AgentEvent("tool.after", "s1", "r1", 2, 2.0, {"items": (1, 2)}, "r1:2")
+    items, back = wire_roundtrip([frozen, tuple_at_top])
+    assert "batch" in items[0]
+    assert [e["payload"] for e in back] == [{"call": {"id": "c1"}, "items": [1, 2]}, {"items": [1, 2]}]
 
 
 async def test_runtime_payloads_are_json_ready_all_the_way_down():
@@ -102,6 +134,11 @@ async def test_runtime_payloads_are_json_ready_all_the_way_down():
     wire = [event_dict(e) for e in seen]
     assert [w["payload"] for w in wire] == [dict(e.payload) for e in seen]
     assert {e.type for e in seen} >= {"agent.started", "llm.chunk", "tool.after", "turn.completed", "agent.success"}
+    # The batch sends the runtime's own (frozen) payloads as they are: no per-event copy.
+    (item,), _ = encode(seen)
+    others = [e.payload for e in seen if e.type != "llm.chunk"]
+    assert item["chunks"] and len(item["payload"]) == len(others)
+    assert all(sent is own for sent, own in zip(item["payload"], others))
 
 
 def test_the_log_is_bounded_after_a_trim_and_keeps_positions():

@@ -1,6 +1,6 @@
 // The browser's window of a TimelineWidget's events: positions [lo, hi) of the
 // kernel's log (arknb/widgets/_timeline_store.py), filled by `events` messages and
-// bounded by max_view_events. Messages are unpacked here (chunk packs, see
+// bounded by max_view_events. Messages are unpacked here (column batches, see
 // arknb/widgets/_timeline_wire.py) and applied once per animation frame by the caller.
 
 /** A buffer the comm delivered (DataView, ArrayBuffer or typed array) as an ArrayBuffer slice. */
@@ -12,21 +12,43 @@ function bytesOf(buf) {
 
 const floats = (buffers, i) => new Float64Array(bytesOf(buffers[i]));
 const ints = (buffers, i) => new Int32Array(bytesOf(buffers[i]));
+const codes = (buffers, i) => new Uint16Array(bytesOf(buffers[i]));
+// ignoreBOM: a text that starts with U+FEFF keeps it (the kernel never writes a BOM).
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
+
+/** A string column: one NUL-separated UTF-8 buffer, or a plain list. */
+const strings = (value, buffers) => (typeof value === "number" ? utf8.decode(bytesOf(buffers[value])).split("\0") : value);
+
+/** A coded string column of a batch: the table's value for each event. */
+function column(item, name, buffers) {
+  const table = item[name], at = item[`${name}_at`];
+  if (at === null || at === undefined) return () => table[0];
+  const code = codes(buffers, at);
+  return (i) => table[code[i]];
+}
 
 /** The event objects an `events` message carries (exactly AgentEvent.to_dict()). */
 export function unpack(items, buffers = []) {
   const out = [];
   for (const item of items) {
-    if (!item || item.pack !== "llm.chunk") { out.push(item); continue; }
-    const n = item.n;
-    const seq = item.seq0 !== null && item.seq0 !== undefined ? null : floats(buffers, item.seq);
+    if (!item || typeof item.batch !== "number") { out.push(item); continue; }
+    const n = item.batch;
+    const type = column(item, "type", buffers), session = column(item, "session_id", buffers);
+    const run = column(item, "run_id", buffers);
+    const seq = floats(buffers, item.seq);
     const time = floats(buffers, item.ts);
-    const index = ints(buffers, item.index);
-    const kinds = Array.isArray(item.kind) ? item.kind : null;
+    const chunks = !!item.chunks;
+    const kind = chunks ? column(item, "kind", buffers) : null;
+    const index = chunks ? ints(buffers, item.index) : null;
+    const ids = strings(item.id, buffers), texts = chunks ? strings(item.text, buffers) : null;
+    let c = 0, p = 0;
     for (let i = 0; i < n; i++) {
-      out.push({ event_id: item.id[i], type: "llm.chunk", session_id: item.session_id, run_id: item.run_id,
-        sequence: seq ? seq[i] : item.seq0 + i, timestamp: time[i],
-        payload: { kind: kinds ? kinds[i] : item.kind, text: item.text[i], index: index[i] } });
+      const t = type(i), r = run(i), sequence = seq[i];
+      let payload;
+      if (chunks && t === "llm.chunk") { payload = { kind: kind(c), text: texts[c], index: index[c] }; c++; }
+      else payload = item.payload[p++];
+      out.push({ event_id: ids[i], type: t, session_id: session(i), run_id: r,
+        sequence, timestamp: time[i], payload });
     }
   }
   return out;

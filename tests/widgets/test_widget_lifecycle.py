@@ -1,5 +1,7 @@
 """Widgets release their bus listeners: on close, on garbage collection, and when a
-re-run of the cell that made them replaces them (issue 15 item 2)."""
+re-run of the cell that made them replaces them (issue 15 item 2). Every widget that
+listens to a runtime is in ``LIVE_WIDGETS``: a new one (a plan card, a sub-agent
+card) joins the list and gets every test here."""
 
 import gc
 import json
@@ -12,10 +14,14 @@ import comm
 import ipywidgets
 import pytest
 
-from arknb.widgets import ChatWidget
-from arknb.widgets._base import CELLS, BusListener, CellWidgets
+from arknb.events import AgentEvent
+from arknb.widgets import ChatWidget, TimelineWidget
+from arknb.widgets._base import CELLS, BusListener, CellWidgets, RuntimeWidget
 
 from .conftest import FakeRuntime
+
+LIVE_WIDGETS = [ChatWidget, TimelineWidget]
+live_widget = pytest.mark.parametrize("make", LIVE_WIDGETS, ids=lambda cls: cls.__name__)
 
 
 def listeners(bus) -> int:
@@ -39,18 +45,29 @@ def cell(monkeypatch):
     return cells
 
 
-def test_close_releases_the_listener():
+def test_every_live_widget_is_a_runtime_widget_with_a_bundled_front_end():
+    for cls in LIVE_WIDGETS:
+        assert issubclass(cls, RuntimeWidget)
+        # A str, not a path: anywidget watches a file path for changes for ever.
+        assert isinstance(cls._esm, str) and isinstance(cls._css, str) and cls._esm.strip()
+
+
+@live_widget
+def test_close_releases_the_listener(make):
     rt = FakeRuntime()
     before = listeners(rt.bus)
-    chat = ChatWidget(rt)
-    assert listeners(rt.bus) == before + 1 and chat.listening
-    chat.close()
-    assert listeners(rt.bus) == before and not chat.listening
+    widget = make(rt)
+    assert listeners(rt.bus) == before + 1 and widget.listening
+    widget.close()
+    assert listeners(rt.bus) == before and not widget.listening
+    rt.bus.publish(AgentEvent("agent.started", "s", "r1", 1, 1.0, {}, "r1:1"))  # reaches nobody, raises nothing
+    assert rt.bus.listener_errors == 0
 
 
-def test_a_collected_widget_takes_its_listener_with_it():
+@live_widget
+def test_a_collected_widget_takes_its_listener_with_it(make):
     rt = FakeRuntime()
-    chat = ChatWidget(rt)
+    chat = make(rt)
     assert listeners(rt.bus) == 1
     # ipywidgets' registry and the kernel's comm manager hold every open widget; once both
     # let go of one (here: the front end closed its comm), nothing but the bus would hold
@@ -80,21 +97,33 @@ def test_bus_listener_never_keeps_its_owner_alive():
     assert ref() is None and not link.active and listeners(rt.bus) == 0
 
 
-def test_re_running_a_cell_replaces_its_widgets(cell):
+@live_widget
+def test_re_running_a_cell_replaces_its_widgets(cell, make):
     rt = FakeRuntime()
     widgets = []
     for _ in range(500):
-        cell.run("cell-chat")
-        widgets.append(ChatWidget(rt))
+        cell.run("cell-widget")
+        widgets.append(make(rt))
     assert listeners(rt.bus) == 1
-    assert all(w.comm is None for w in widgets[:-1]) and widgets[-1].comm is not None
-    assert CELLS.cells() == {"cell-chat": 1}
+    assert all(w.comm is None and not w.listening for w in widgets[:-1]) and widgets[-1].comm is not None
+    assert CELLS.cells() == {"cell-widget": 1}
+
+
+@live_widget
+def test_a_replaced_widget_is_collected(cell, make):
+    rt = FakeRuntime()
+    cell.run("cell-widget")
+    ref = weakref.ref(make(rt))
+    cell.run("cell-widget")
+    keep = make(rt)
+    gc.collect()
+    assert ref() is None and keep.listening and listeners(rt.bus) == 1
 
 
 def test_one_execution_may_make_several_widgets_and_other_cells_keep_theirs(cell):
     rt = FakeRuntime()
     cell.run("a")
-    first, second = ChatWidget(rt), ChatWidget(rt)
+    first, second = ChatWidget(rt), TimelineWidget(rt)
     cell.run("b")
     other = ChatWidget(rt)
     assert listeners(rt.bus) == 3
@@ -114,12 +143,12 @@ def test_without_a_cell_id_nothing_is_replaced():
 
 
 KERNEL_CELL = textwrap.dedent("""
-    chat = ChatWidget(rt)
-    chat
+    chat, timeline = ChatWidget(rt), TimelineWidget(rt)
+    display(chat, timeline)
 """)
 
 
-def test_five_hundred_re_runs_of_a_cell_in_a_real_kernel_leave_one_listener(tmp_path):
+def test_five_hundred_re_runs_of_a_cell_in_a_real_kernel_leave_one_listener_per_widget(tmp_path):
     """A real ipykernel, driven as JupyterLab drives it: execute requests with a cellId."""
     jupyter_client = pytest.importorskip("jupyter_client")
     km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3", env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
@@ -135,14 +164,14 @@ def test_five_hundred_re_runs_of_a_cell_in_a_real_kernel_leave_one_listener(tmp_
                     assert reply["content"]["status"] == "ok", reply["content"]
                     return
 
-        execute("import arknb as ark\nfrom arknb.widgets import ChatWidget\n"
+        execute("import arknb as ark\nfrom arknb.widgets import ChatWidget, TimelineWidget\n"
                 "rt = ark.AgentRuntime(ark.ScriptedModel(['hi']))", "setup")
         for _ in range(500):
             execute(KERNEL_CELL, "chat-cell")
         out = tmp_path / "count.json"
         execute(f"import json, pathlib\npathlib.Path({str(out)!r}).write_text(json.dumps("
                 "sum(len(v) for v in rt.bus._by_type.values())))", "probe")
-        assert json.loads(out.read_text()) == 1
+        assert json.loads(out.read_text()) == 2  # one chat and one timeline
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
