@@ -142,3 +142,13 @@ async def test_timeline_marks_each_compression() -> None:
     p = compressed[0].payload
     assert marks[0]["label"] == f"compressed {p['before_tokens']}→{p['after_tokens']} tokens"
     assert marks[0]["start"] == marks[0]["end"] and marks[0]["parent"] is not None
+
+
+async def test_the_timeline_wire_carries_a_childs_parent_run_and_call(tmp_path) -> None:
+    from arknb.widgets._timeline_wire import decode, encode
+
+    parent, events = await delegated_run(tmp_path)
+    items, buffers = encode(events)
+    assert len(items) == 1 and "batch" in items[0]  # the column batch, not events sent whole
+    assert decode(items, buffers) == [e.to_dict() for e in events]
+    assert any(e.parent_call_id == "d1" for e in events) and any(e.parent_call_id is None for e in events)
