@@ -51,6 +51,9 @@ from .runtime.extensions import ApprovalKind, Extension, ExtensionScope
 from .planner import PendingPlanReview, Plan, PlanItem, PlanMode, TodoStatus
 from .skills import Skill, SkillLoadError, SkillLoadReport, load_skills
 
+# context, memory and sub-agents (extensions installed by compressor=, memory=, subagents=)
+from .memory import ContextCompressor, EpisodicMemory, SubAgent
+
 __version__ = "0.1.0"
 
 
@@ -63,7 +66,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ApprovalKind", "Extension", "ExtensionScope", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
+    "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",
     "AgentRuntime", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "ApprovalHost", "ArkError",

@@ -100,9 +100,17 @@ class AgentController:
         """Copies of the items still waiting for a decision (changing them changes nothing).
 
         They are the runtime's as loaded: for a session saved earlier, ``await
-        runtime.load()`` first (a decision loads by itself).
+        runtime.load()`` first (a decision loads by itself). A sub-agent's pending
+        approvals are listed here too, under namespaced ids (``{agent}/{approval_id}``,
+        nesting further for its own sub-agents); decide them here like any other.
         """
-        batch = self._host.get_pending_approval_batch() if self._host is not None else None
+        host = self._host
+        if host is None:
+            return []
+        listing = getattr(host, "list_pending_approvals", None)
+        if callable(listing):  # a host whose items may stand for others' (DESIGN §14)
+            return [item.model_copy(deep=True) for item in listing()]
+        batch = host.get_pending_approval_batch()
         if batch is None:
             return []
         return [item.model_copy(deep=True) for item in batch.items if item.is_pending()]
@@ -176,11 +184,15 @@ class AgentController:
 
     def list_in_doubt(self) -> list[InDoubtItem]:
         """The calls waiting for a person to say what became of them, in batch order."""
-        batch = self._host.get_pending_approval_batch() if self._host is not None else None
-        if batch is None or batch.kind != "in_doubt":
-            return []
+        host = self._host
+        listing = getattr(host, "list_pending_approvals", None)
+        if callable(listing):  # also a sub-agent's, under namespaced ids (DESIGN §14)
+            items = listing()
+        else:
+            batch = host.get_pending_approval_batch() if host is not None else None
+            items = batch.items if batch is not None and batch.kind == "in_doubt" else ()
         return [InDoubtItem(item.approval_id, item.tool_call, item.started_at, item.attempts)
-                for item in batch.items if item.is_pending()]
+                for item in items if item.kind == "in_doubt" and item.is_pending()]
 
     async def rerun(self, operation_id: str) -> ApprovalDecisionResult:
         """Run the in-doubt call again (with the same ``ctx.idempotency_key``)."""

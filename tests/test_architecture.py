@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     # and the public names of arknb.runtime), never its underscore modules (DESIGN §14).
     "planner": {"domain", "events", "hooks", "state", "tools", "runtime"},
     "skills": {"domain", "events", "hooks", "state", "tools", "runtime"},
+    "memory": {"domain", "events", "hooks", "state", "tools", "runtime"},
 }
 
 # The one runtime module that names the capability packages: it turns the constructor

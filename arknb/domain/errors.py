@@ -61,6 +61,9 @@ suite_invalid                       config       a suite file or case definition
 case_timeout                        runtime      an eval case ran longer than its time limit
 otel_unavailable                    config       ev.otel needs the optional extra arknb[otel]
 eval_file_not_found                 storage      a cassette, trace, report or suite file does not exist
+context_budget_exceeded             runtime      a request cannot fit max_tokens even compressed
+context_summary_failed              runtime      the context summarizer failed or gave no text
+subagent_not_found                  tool         delegate_task named an agent that does not exist
 runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
@@ -159,6 +162,9 @@ class ErrorCode(StrEnum):
     CASE_TIMEOUT = "case_timeout"
     OTEL_UNAVAILABLE = "otel_unavailable"
     EVAL_FILE_NOT_FOUND = "eval_file_not_found"
+    CONTEXT_BUDGET_EXCEEDED = "context_budget_exceeded"
+    CONTEXT_SUMMARY_FAILED = "context_summary_failed"
+    SUBAGENT_NOT_FOUND = "subagent_not_found"
     RUNTIME_CLOSED = "runtime_closed"
 
 

@@ -14,7 +14,12 @@ from .messages import AgentMessage
 from .model import ModelResponse
 from .tools import ToolCall, ToolResult
 
-__all__ = ["CallsInDoubt", "HookAbort", "InDoubtCall", "ModelOutcome", "ToolAnswer"]
+__all__ = ["CALL_DEFERRED", "CallsInDoubt", "HookAbort", "InDoubtCall", "ModelOutcome", "ToolAnswer"]
+
+CALL_DEFERRED = "call_deferred"
+"""The ``error_code`` of what a call returns when it hands itself to a person
+(``ToolContext.defer``). It never reaches the model: the call runs again once decided,
+under a new operation (a durable seam keys each such attempt apart)."""
 
 
 class HookAbort(Exception):

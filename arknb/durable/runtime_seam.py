@@ -31,10 +31,11 @@ import contextlib
 import logging
 import os
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ToolCall, ToolResult
-from arknb.domain.invocation import CallsInDoubt, HookAbort, InDoubtCall
+from arknb.domain.invocation import CALL_DEFERRED, CallsInDoubt, HookAbort, InDoubtCall
 from arknb.events import AgentEvent, EventTypes
 from arknb.state import AgentState, DeniedCall
 
@@ -484,7 +485,17 @@ class DurableInvocations:
                 first = _turn_of(operation) if operation is not None else None
             first = turn if first is None else first
             self._call_turns[key] = first
-        return base if first == turn else f"{base}.t{turn}"
+        purpose = base if first == turn else f"{base}.t{turn}"
+        if not continued:
+            return purpose
+        # A call that deferred itself (ToolContext.defer: a sub-agent waiting for approvals)
+        # committed that answer; run again once decided (under the same run id), each
+        # attempt is an operation of its own: ``...:{call_id}.a1``, ``.a2``, ...
+        attempt, current = 0, purpose
+        while _deferred(await self.store.find_operation(self.session_id, current)):
+            attempt += 1
+            current = f"{purpose}.a{attempt}"
+        return current
 
     async def _run_tool(self, request: EventRequest) -> dict:
         batch, call = self.tool_calls[request.purpose_key]
@@ -629,3 +640,11 @@ def _error_of(response: Any) -> ArkError:
 def _raise_cancel(ctx: Any) -> None:
     if ctx.cancel.cancelled:
         raise ctx.cancel.error()
+
+
+def _deferred(operation: Operation | None) -> bool:
+    """True for a completed tool operation whose result is a deferral (``ToolContext.defer``)."""
+    if operation is None or not operation.completed:
+        return False
+    result = operation.effective_result if operation.effective_result is not None else operation.raw_result
+    return isinstance(result, Mapping) and result.get("error_code") == CALL_DEFERRED

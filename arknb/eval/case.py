@@ -112,8 +112,8 @@ def tool_calls_of(events: Iterable[AgentEvent]) -> tuple[ToolCall, ...]:
         if event.type != EventTypes.LLM_AFTER:
             continue
         payload = event.payload
-        if payload.get("retried"):
-            continue  # a hook threw this answer away and asked again
+        if payload.get("retried") or payload.get("purpose"):
+            continue  # a hook threw this answer away and asked again, or an extension's own call
         message = payload.get("message") or {}
         for raw in message.get("tool_calls") or ():
             try:

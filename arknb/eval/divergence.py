@@ -98,7 +98,7 @@ def turn_numbers(events: Iterable[Mapping[str, Any]]) -> list[int]:
     for event in events:
         if event.get("type") == "llm.before":
             payload = event.get("payload") or {}
-            if not payload.get("attempt"):
+            if not payload.get("attempt") and not payload.get("purpose"):  # an extension's call is no turn
                 turn += 1
         turns.append(turn)
     return turns

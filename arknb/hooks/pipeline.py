@@ -238,8 +238,8 @@ class HookPipeline:
                 return result.by(entry.name)
             action = "proceed"
             if result.request is not None and result.request != request:
-                self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "rewrite", result.reason,
-                               _request_summary(request), _request_summary(result.request))
+                before, after = _request_change(request, result.request)
+                self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "rewrite", result.reason, before, after)
                 request = result.request
                 current = ctx.copy_with(request=request)
                 action = "rewrite"
@@ -460,6 +460,33 @@ class HookPipeline:
             if await self._call(entry, HookSlot.AFTER_RUN, ctx) is _FAILED:
                 diagnostics.append(entry.name)
         return diagnostics
+
+
+_KEPT_REMOVED = 4  # removed messages shown in full up to this many; beyond, only their range
+
+
+def _request_change(before: Any, after: Any) -> tuple[dict, dict]:
+    """What a before_model_call rewrite changed, for its ``hook.decision``: not two copies of
+    the request (a compression on a long history would publish the history twice), but
+    the changed range of messages. The messages both requests share at the start and the
+    end are left out; ``before`` names the range replaced (and its messages when there
+    are few), ``after`` the messages put in its place; tools and config in full."""
+    old, new = before.messages, after.messages
+    limit = min(len(old), len(new))
+    start = 0
+    while start < limit and (old[start] is new[start] or old[start] == new[start]):
+        start += 1
+    tail = 0
+    while tail < limit - start and (old[-1 - tail] is new[-1 - tail] or old[-1 - tail] == new[-1 - tail]):
+        tail += 1
+    removed, inserted = old[start:len(old) - tail], new[start:len(new) - tail]
+    replaced: dict[str, Any] = {"start": start, "end": start + len(removed), "count": len(removed)}
+    if len(removed) <= _KEPT_REMOVED:
+        replaced["messages"] = jsonable(removed)
+    return ({"message_count": len(old), "replaced": replaced, "tools": [t.name for t in before.tools],
+             "config": jsonable(before.config)},
+            {"message_count": len(new), "inserted": {"start": start, "messages": jsonable(inserted)},
+             "tools": [t.name for t in after.tools], "config": jsonable(after.config)})
 
 
 def _step(entry: HookEntry, result: Any) -> HookStep:

@@ -226,6 +226,16 @@ class HookRegistry:
         """Decorate an observer ``fn(ctx: AfterRunHookContext) -> None`` (runs once per run)."""
         return self._decorator(HookSlot.AFTER_RUN, fn, name, order, fail_closed, timeout)
 
+    def copy(self) -> HookRegistry:
+        """A new registry holding the same hooks, in the same order and with the same options
+        (a sub-agent cloned from a runtime starts with its hooks; adding or removing one later
+        changes only that registry)."""
+        twin = HookRegistry()
+        unique = {id(entry): entry for entry in self._entries.values()}  # a class hook sits under each slot
+        for entry in sorted(unique.values(), key=lambda e: e.seq):
+            twin._put(dataclasses.replace(entry, slots=dict(entry.slots), direct=dict(entry.direct)))
+        return twin
+
     # -- inspection and removal -----------------------------------------------------
 
     def remove(self, name: str, slot: HookSlot | str | None = None) -> None:

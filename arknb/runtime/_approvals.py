@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["LoopKind", "apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval"]
 
 
-def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message) -> PendingApprovalBatch:
+def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message,
+                finished=()) -> PendingApprovalBatch:
     """The pending batch for a plan with deferred calls (pure data: no callbacks, no secrets).
 
     Each item keeps the kind it was deferred with; the batch takes the first kind that is
@@ -44,7 +45,7 @@ def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_messag
     kind = next((item.kind for item in items if item.kind != "tool"), "tool")
     return PendingApprovalBatch(batch_id=plan.batch_id, run_id=ctx.run_id, items=items, model_message=model_message,
                                 created_at=now, allowed_calls=tuple(plan.allowed), denied_calls=tuple(plan.denied),
-                                kind=kind)
+                                finished_calls=tuple(finished), kind=kind)
 
 
 async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch,

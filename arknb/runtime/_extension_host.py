@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, invalid_argument
 from ..events import EventTypes
 from ..hooks import AgentHook, HookRegistry
-from ..state import AgentState, PendingApprovalBatch, PendingApprovalItem
+from ..state import AgentState, ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
 from ..tools import Tool, ToolRegistry
 from .extensions import ApprovalKind, Extension, ExtensionScope, Resolution, SaveResult, _ScopePorts
 
@@ -198,6 +198,36 @@ class ExtensionHost:
         except Exception as exc:  # the decision stands; the failure is reported, not raised at the caller
             _diagnostic(rt, f"approval_kind:{item.kind}", "on_decided", exc)
 
+    def pending_items(self, batch: PendingApprovalBatch | None) -> list[PendingApprovalItem]:
+        """The items a person decides now: the batch's pending items, each as its kind expands it."""
+        if batch is None:
+            return []
+        listed: list[PendingApprovalItem] = []
+        for item in batch.items:
+            if not item.is_pending():
+                continue
+            expanded = self.kind(item.kind).expand(item)
+            listed.extend((item,) if expanded is None else expanded)
+        return listed
+
+    async def route(self, batch: PendingApprovalBatch | None, approval_id: str, decision: ApprovalDecision | None,
+                    reason: str | None, *, resolution: str | None = None,
+                    text: str | None = None) -> ApprovalDecisionResult | None:
+        """Decide an id one of the batch's kinds listed for an item (None: not such an id):
+        an approval (``decision``), or with ``resolution`` an in-doubt call's fate."""
+        if batch is None or batch.find(approval_id) is not None:
+            return None
+        for item in batch.items:
+            if item.is_pending():
+                kind = self.kind(item.kind)
+                if resolution is not None:
+                    routed = await kind.route_in_doubt(batch, item, approval_id, resolution, text)
+                else:
+                    routed = await kind.route(batch, item, approval_id, decision, reason)
+                if routed is not None:
+                    return routed
+        return None
+
     def blocks_input_error(self, batch: PendingApprovalBatch) -> ArkError:
         """What new input gets while ``batch`` waits."""
         return self.kind(batch.kind).blocks_input_error(batch)
@@ -264,12 +294,20 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
         active = live()._active
         return active.run_id if active is not None else None
 
+    def runtime_options() -> dict[str, Any]:
+        runtime = live()
+        return {"model": runtime.model, "tools": ToolRegistry(runtime.tools), "hooks": runtime.hooks.copy(),
+                "storage": runtime.storage, "system_prompt": runtime.system_prompt, "config": runtime.config,
+                "max_turns": runtime.max_turns, "require_approval": runtime.require_approval,
+                "secrets": runtime.secret_lint.known_values}
+
     ports = _ScopePorts(
         session_id=lambda: live().session_id, state=lambda: live().state, run_id=run_id,
         tools=lambda: live()._offered_tools(), set_slice=set_slice,
         emit=lambda event_type, payload: live()._emit(event_type, payload), persist=save,
         clock=lambda: live()._clock(), new_id=lambda prefix: live()._new_id(prefix),
-        controller=lambda: live().controller)
+        runtime_options=runtime_options, controller=lambda: live().controller,
+        call_model=lambda request, purpose: own_model_call(live(), request, purpose))
     return ExtensionScope(name, model=rt.model, bus=rt.bus, ports=ports)
 
 
@@ -295,3 +333,25 @@ def _diagnostic(rt: AgentRuntime, hook: str, slot: str, exc: BaseException) -> N
     rt._emit(EventTypes.HOOK_DIAGNOSTIC, lambda: {
         "slot": slot, "hook": hook, "kind": "exception", "message": f"{type(exc).__name__}: {exc}",
         "fail_closed": False})
+
+
+async def own_model_call(rt: AgentRuntime, request: Any, purpose: str) -> Any:
+    """An extension's model call (``ExtensionScope.call_model``): announced, counted, cancellable."""
+    from ..events.envelope import flat_items, flat_payload
+    from ..hooks.pipeline import jsonable
+
+    ctx = rt._active
+    turn = ctx.turn if ctx is not None else 0
+    rt._emit(EventTypes.LLM_BEFORE, lambda: flat_payload(
+        turn=turn, attempt=0, model=request.config.model or None, message_count=len(request.messages),
+        tools=flat_items(t.name for t in request.tools), responded_by_hook=False, purpose=purpose))
+    response = await rt.model.generate(request, cancel=ctx.cancel if ctx is not None else None)
+    if ctx is not None:
+        ctx.usage = ctx.usage + response.usage
+    rt._set_state(usages=rt.state.usages + (response.usage,))
+    message = response.message
+    rt._emit(EventTypes.LLM_AFTER, lambda: flat_payload(
+        turn=turn, message=jsonable(message), finish_reason=response.finish_reason.value,
+        usage=flat_payload(response.usage.model_dump()), raw_text=message.text,
+        raw_reasoning=message.reasoning_text, retried=False, purpose=purpose))
+    return response

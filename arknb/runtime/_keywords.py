@@ -2,7 +2,7 @@
 
 ``AgentRuntime(plan_mode=..., skills=...)`` only installs extensions: each keyword is one
 entry of :data:`KEYWORDS`, built here. The capability packages (``arknb.planner``,
-``arknb.skills``, later ``arknb.memory``) import the runtime's public seam, so they are
+``arknb.skills``, ``arknb.memory``) import the runtime's public seam, so they are
 imported here lazily, inside the factory functions: this module is the only place in
 ``arknb.runtime`` that names them (``tests/test_architecture.py`` checks both).
 """
@@ -26,9 +26,27 @@ def _skills(value: Any) -> Extension | None:
     return skills_extension(value)
 
 
+def _compressor(value: Any) -> Extension | None:
+    from ..memory import compressor_extension
+    return compressor_extension(value)
+
+
+def _memory(value: Any) -> Extension | None:
+    from ..memory import memory_extension
+    return memory_extension(value)
+
+
+def _subagents(value: Any) -> Extension | None:
+    from ..memory import subagents_extension
+    return subagents_extension(value)
+
+
 KEYWORDS: tuple[tuple[str, Callable[[Any], Extension | None]], ...] = (
     ("plan_mode", _plan_mode),
     ("skills", _skills),
+    ("compressor", _compressor),
+    ("memory", _memory),
+    ("subagents", _subagents),
 )
 """``(keyword, factory)``: a factory turns the keyword's value into an extension, or None
 for a value that installs nothing (``PlanMode.OFF``, no skills)."""

@@ -26,7 +26,7 @@ from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
 from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run
-from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
+from ._tool_batch import RAN_BEFORE_PAUSE, BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ async def _answer_cancelled(rt: AgentRuntime, ctx: RunContext, paused: PendingAp
     known = await rt._invocations.known_results(rt.state.current_run_id or ctx.run_id, calls,
                                                 rt.state.current_loop_count)
     if paused is not None:
-        for item in paused.denied_calls:
+        for item in (*paused.denied_calls, *paused.finished_calls):  # denied, or ran before the batch paused
             known.setdefault(item.call.id, item.result)
         if paused.kind == IN_DOUBT:
             await rt._invocations.abandon_in_doubt(paused)
@@ -303,6 +303,11 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, set
         denied = list(denied) + [DeniedCall(call=s.call, result=s.result, reason=s.reason, hook=s.hook)
                                  for s in settled]
         return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubt.calls, others, denied))
+    if outcome.deferred:
+        # A call handed itself to a person while it ran (ToolContext.defer): pause the batch
+        # like an approval, keeping what the other calls returned.
+        plan = BatchPlan(batch_id=batch_id, denied=list(denied), deferred=outcome.deferred)
+        return NextStep.await_approval(build_batch(rt, ctx, plan, message, finished=outcome.finished))
     if outcome.stop:
         await _turn_completed_event(rt, ctx, message, "stop")
         await autosave(rt, ctx, "after_tool_batch")
@@ -363,7 +368,8 @@ async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingAp
         if plan.deferred:
             return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
         return await _execute_and_complete(rt, ctx, plan.batch_id, batch.model_message, plan.allowed, plan.denied)
-    allowed, denied, settled = list(resolution.run), list(resolution.answered), list(resolution.settled)
+    allowed, denied = list(resolution.run), list(resolution.answered)
+    settled = list(resolution.settled) + list(batch.finished_calls)
     covered = {c.id for c in allowed} | {s.call.id for s in settled} | {d.call.id for d in denied}
     rest = [c for c in unanswered_calls(rt.state.history) if c.id not in covered]
     if rest:  # calls a crash left unplanned (an in-doubt batch): their hooks and approvals run now
@@ -372,8 +378,9 @@ async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingAp
         denied += plan.denied
         if plan.deferred:
             plan.allowed = allowed
-            plan.denied = denied + settled
-            return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message))
+            plan.denied = denied + [s for s in settled if s.hook != RAN_BEFORE_PAUSE]
+            return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message,
+                                                       finished=batch.finished_calls))
     return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied, settled)
 
 

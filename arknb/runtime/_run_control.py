@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from ..domain import AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, Role, invalid_argument
 from ..events import AgentEvent
-from ..state import ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch
+from ..state import ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
 from ._approvals import apply_decision
 from ._channel import EventChannel
 from ._context import RunContext
@@ -200,6 +200,11 @@ class RunControl:
 
     # -- ApprovalHost ---------------------------------------------------------------
 
+    def list_pending_approvals(self) -> list[PendingApprovalItem]:
+        """The items a person decides now (for the controller): the pending batch's items,
+        with a sub-agent's item replaced by the sub-agent's own, under namespaced ids."""
+        return self._extensions.pending_items(self._state.pending_approval)
+
     def get_pending_approval_batch(self) -> PendingApprovalBatch | None:
         """The pending batch (immutable), for the controller."""
         return self._state.pending_approval
@@ -210,8 +215,20 @@ class RunControl:
         """Apply one decision (the controller's only way in); ok only once it is saved.
 
         With ``batch_id``, only an item of that batch is decided (a card of another batch
-        is refused).
+        is refused). An id that an item's kind listed in its place (a sub-agent's
+        ``{name}/{approval_id}``) is routed to that kind.
         """
+        if self._detached is None and batch_id is None:
+            try:
+                await self._load()
+            except ArkError:
+                pass  # apply_decision below reports it
+            else:
+                # Outside the lock: routing may decide the item it belongs to, through the controller.
+                routed = await self._extensions.route(self._state.pending_approval, approval_id,
+                                                      ApprovalDecision(decision), deny_reason)
+                if routed is not None:
+                    return routed
         async with self._approval_lock:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
@@ -225,7 +242,19 @@ class RunControl:
 
     async def apply_in_doubt_decision(self, item_id: str, resolution: str,
                                       text: str | None = None) -> ApprovalDecisionResult:
-        """Apply a person's decision on an in-doubt call (the controller's only way in)."""
+        """Apply a person's decision on an in-doubt call (the controller's only way in). An
+        id that an item's kind listed in its place (a sub-agent's in-doubt call,
+        ``{name}/{operation_id}``) is routed to that kind."""
+        if self._detached is None:
+            try:
+                await self._load()
+            except ArkError:
+                pass  # apply_in_doubt_decision below reports it
+            else:
+                routed = await self._extensions.route(self._state.pending_approval, item_id, None, None,
+                                                      resolution=resolution, text=text)
+                if routed is not None:
+                    return routed
         async with self._approval_lock:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(item_id, detached_error(self))

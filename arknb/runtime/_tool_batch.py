@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
-from ..domain.invocation import HookAbort, ToolAnswer
+from ..domain.invocation import CALL_DEFERRED, HookAbort, ToolAnswer
 from ..events import EventTypes
 from ..events.envelope import flat_payload
 from ..hooks import (
@@ -37,11 +37,14 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["APPROVAL_POLICY", "BatchPlan", "BatchOutcome", "Deferred", "ToolBatch", "ToolPlanning", "execute_batch",
-           "plan_batch", "tool_message", "unanswered_calls"]
+__all__ = ["APPROVAL_POLICY", "BatchPlan", "BatchOutcome", "Deferred", "RAN_BEFORE_PAUSE", "ToolBatch", "ToolPlanning",
+           "execute_batch", "plan_batch", "tool_message", "unanswered_calls"]
 
 APPROVAL_POLICY = "approval_policy"
 """The name the built-in approval policy's decisions are recorded under (it runs after the user hooks)."""
+RAN_BEFORE_PAUSE = "ran_before_pause"
+"""The ``hook`` of a settled call that ran before its batch paused (another call of the
+batch deferred itself): its answer is kept in ``PendingApprovalBatch.finished_calls``."""
 
 
 class Deferred(NamedTuple):
@@ -66,10 +69,31 @@ class BatchPlan:
 
 @dataclass(slots=True)
 class BatchOutcome:
-    """What running a batch produced."""
+    """What running a batch produced.
+
+    ``deferred`` lists calls that handed themselves to a person while running
+    (``ToolContext.defer``); then nothing entered history and ``finished`` holds the
+    answers of the batch's other calls, for the pending batch.
+    """
 
     stop: bool = False
     stop_reason: str | None = None
+    deferred: list[Deferred] = field(default_factory=list)
+    finished: list[DeniedCall] = field(default_factory=list)
+
+
+class _Deferrals:
+    """Collects the calls of one batch that deferred themselves while running."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[str, str, dict | None]] = {}
+
+    def add(self, call_id: str, reason: str, kind: str, detail: dict | None) -> ToolResult:
+        self.calls[call_id] = (reason, kind, detail)
+        # What the tool returns; it never reaches the model (the call waits for a person).
+        return ToolResult.from_text(f"deferred: {reason}", is_error=True, error_code=CALL_DEFERRED)
 
 
 def tool_message(call: ToolCall, result: ToolResult) -> AgentMessage:
@@ -203,8 +227,14 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
                         settled: Iterable[DeniedCall] = ()) -> BatchOutcome:
     """Run the allowed calls concurrently (through the invocation seam), then
     after_tool_call per answer in call order, then append every answer to history (one
-    per call of ``model_message``). ``settled`` calls are answered with the result a
-    person recorded for them.
+    per call of ``model_message``).
+
+    ``settled`` calls are answered with a result known before this batch ran: one a
+    person recorded for an in-doubt call (announced now as ``tool.after`` with
+    ``settled_by``), or the answer a call gave before the batch paused (``hook`` is
+    :data:`RAN_BEFORE_PAUSE`: announced and answered then, used as it is). If a call
+    defers itself while running (``ToolContext.defer``), the outcome lists it in
+    ``deferred``, the others' answers in ``finished``, and nothing enters history.
 
     Every call that ran keeps its real result: after an ``after_tool_call`` abort the
     answers enter history before the abort ends the run, and a cancelled batch answers
@@ -221,6 +251,8 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
             call=call_payload(item.call), result=result_payload(item.result), reason=item.reason,
             hook=item.hook, batch_id=batch_id))
     for item in batch.settled:
+        if item.hook == RAN_BEFORE_PAUSE:
+            continue  # its tool.after was published when it ran
         # A person recorded what became of an in-doubt call (DESIGN §13): its answer, not a run.
         rt._emit(EventTypes.TOOL_AFTER, lambda item=item: flat_payload(
             call=call_payload(item.call), result=result_payload(item.result), batch_id=batch_id,
@@ -235,6 +267,20 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
         rt._append_history(batch.interrupted_answers())
         raise
     outcome = BatchOutcome()
+    deferrals = batch.deferrals.calls
+    if deferrals and not any(answer.abort is not None for answer in answers.values()):
+        # A call handed itself to a person: the batch pauses with the others' answers kept.
+        tools = rt._offered_tools()
+        denied_ids = {d.call.id for d in batch.denied}
+        for call in batch.calls:
+            if call.id in deferrals:
+                reason, kind, detail = deferrals[call.id]
+                outcome.deferred.append(Deferred(call, reason, tools.risk_of(call.name) or ToolRisk.SAFE, kind, detail))
+        for call_id, answer in answers.items():
+            if call_id not in deferrals and call_id not in denied_ids:
+                outcome.finished.append(DeniedCall(call=answer.call, result=answer.result,
+                                                   reason="ran before the batch paused", hook=RAN_BEFORE_PAUSE))
+        return outcome
     injected: list[AgentMessage] = []
     appended: list[AgentMessage] = []
     abort: HookAbort | None = None
@@ -270,7 +316,7 @@ class ToolBatch(_OfRun):
     """
 
     __slots__ = ("rt", "ctx", "batch_id", "calls", "order", "given", "denied", "settled", "started", "finished",
-                 "responded", "aborted", "_state", "_message", "_tools")
+                 "responded", "aborted", "deferrals", "_state", "_message", "_tools")
 
     def __init__(self, rt: AgentRuntime, ctx: RunContext, batch_id: str, calls: Iterable[ToolCall],
                  model_message: AgentMessage | None = None, denied: Iterable[DeniedCall] = (),
@@ -287,6 +333,7 @@ class ToolBatch(_OfRun):
         self.finished: dict[str, ToolResult] = {}     # call id -> what the tool returned, as each returns
         self.responded: dict[str, ToolAnswer] = {}    # call id -> its answer once its response hooks ran
         self.aborted: HookAbort | None = None         # the first after_tool_call abort of the batch
+        self.deferrals = _Deferrals()                 # the calls that hand themselves to a person (ToolContext.defer)
         self._state = rt.state
         self._message = model_message
         self._tools = rt._offered_tools()  # the user's and the extensions' tools, as offered for this batch
@@ -318,7 +365,7 @@ class ToolBatch(_OfRun):
         rt, ctx = self.rt, self.ctx
         key = idempotency_key or f"{rt.session_id}:{ctx.run_id}:{call.id}"
         return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=self._state, batch_id=self.batch_id,
-                           call_id=call.id, cancel=ctx.cancel, idempotency_key=key)
+                           call_id=call.id, cancel=ctx.cancel, idempotency_key=key, on_defer=self.deferrals.add)
 
     def on_result(self, call: ToolCall, result: ToolResult, *, reused: bool = False) -> None:
         """Announce a finished call (``tool.after``); ``reused``: its result was committed
@@ -329,6 +376,13 @@ class ToolBatch(_OfRun):
             self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
                 call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
                 duration_ms=0.0, reused=True))
+            return
+        deferral = self.deferrals.calls.get(call.id)
+        if deferral is not None:  # the call waits for a person: its tool.after says so
+            self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
+                call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                deferred=flat_payload(reason=deferral[0], kind=deferral[1])))
             return
         self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
             call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
@@ -365,7 +419,11 @@ class ToolBatch(_OfRun):
         stop = False
         abort = None
         pipeline = self.rt._pipeline
-        if self.aborted is None and pipeline.has(HookSlot.AFTER_TOOL_CALL):
+        given = self.given.get(call.id)
+        # A call that deferred itself is answered when it runs again; one that ran before its
+        # batch paused was answered then: neither goes through the response hooks now.
+        unhooked = call.id in self.deferrals.calls or (given is not None and given.hook == RAN_BEFORE_PAUSE)
+        if self.aborted is None and not unhooked and pipeline.has(HookSlot.AFTER_TOOL_CALL):
             rt, ctx = self.rt, self.ctx
             decision = await pipeline.after_tool_call(ToolResultHookContext(
                 session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, call=call, result=result,

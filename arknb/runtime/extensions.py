@@ -32,15 +32,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Sequence
 
-from ..domain import ArkError, ErrorCode, ErrorLayer, ToolCall, ToolResult
-from ..state import AgentState, ApprovalDecision, DeniedCall, PendingApprovalBatch, PendingApprovalItem
+from ..domain import ArkError, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, ToolCall, ToolResult
+from ..state import (
+    AgentState, ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem,
+)
 from .result import StopReason
 
 if TYPE_CHECKING:
     from ..controller import AgentController
-    from ..events import EventBus
+    from ..events import AgentEvent, EventBus
     from ..hooks import AgentHook
     from ..providers.base import LLMClient
     from ..tools import Tool, ToolRegistry
@@ -135,7 +137,7 @@ class ExtensionScope:
 
     @property
     def controller(self) -> AgentController:
-        """The runtime's controller (to list or decide pending items)."""
+        """The runtime's controller (asked for when used: the runtime makes it on first use)."""
         return self._ports.controller()
 
     @property
@@ -192,6 +194,38 @@ class ExtensionScope:
                            f"extension {self.name!r}: an event type must be a non-empty string")
         self._ports.emit(event_type, payload)
 
+    def republish(self, event: AgentEvent, *, parent_run_id: str, parent_call_id: str) -> None:
+        """Publish another runtime's event (a sub-agent's) on this runtime's bus, nested under
+        ``parent_call_id`` of run ``parent_run_id`` (an event that already has a parent,
+        a grandchild's, keeps it). Listeners see it as that runtime's event: its session,
+        run and sequence are unchanged."""
+        self.bus.publish(event.with_parent(parent_run_id, parent_call_id))
+
+    async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:
+        """Ask the runtime's model on the extension's own behalf (a summary, a classification).
+
+        The call is a model call like the loop's: it is announced as ``llm.before`` /
+        ``llm.after`` carrying ``purpose`` (so a trace and the timeline show it), its token
+        usage counts in the run's result and in ``state.usages``, the run's cancellation
+        stops it, and known secrets are redacted from its events. It does not go through
+        the user's model hooks: those are written for the agent's own turns (a request
+        rewrite, a cached ``respond``, a retry policy), and it is made from inside one.
+
+        Raises:
+            ArkError: ``invalid_argument`` for an empty purpose; whatever the model raises.
+        """
+        if not isinstance(purpose, str) or not purpose.strip():
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"extension {self.name!r}: call_model() needs a purpose such as 'context_summary'")
+        return await self._ports.call_model(request, purpose.strip())
+
+    def runtime_options(self) -> dict[str, Any]:
+        """What a runtime like this one is built from, for building a sibling (``SubAgent.clone``):
+        ``model``, ``tools`` (the user's tools, not the extensions'), ``hooks`` (a copy of the
+        user's hook registry), ``storage``, ``system_prompt``, ``config``, ``max_turns``,
+        ``require_approval`` and ``secrets`` (the strings its saves must never hold)."""
+        return self._ports.runtime_options()
+
     async def persist(self, reason: str, *, mandatory: bool = False) -> SaveResult:
         """Save the state now (through the persistence hooks, like the runtime's own saves).
 
@@ -225,7 +259,9 @@ class _ScopePorts:
     persist: Callable[[str, bool], Awaitable[SaveResult]]
     clock: Callable[[], float]
     new_id: Callable[[str], str]
+    runtime_options: Callable[[], dict[str, Any]]
     controller: Callable[[], Any]
+    call_model: Callable[[Any, str], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +350,29 @@ class ApprovalKind:
                 answered.append(DeniedCall(call=item.tool_call, result=result,
                                            reason=item.deny_reason or "denied by the user", hook="approval"))
         return Resolution(run=tuple(run), answered=tuple(answered))
+
+    def expand(self, item: PendingApprovalItem) -> Sequence[PendingApprovalItem] | None:
+        """What a person decides in place of ``item`` (None: ``item`` itself).
+
+        An approval *source*: a kind whose item stands for decisions made elsewhere (a
+        sub-agent's own pending approvals) lists those here, under ids of its choosing;
+        ``controller.list_pending_approvals()`` shows them instead of ``item``, and a
+        decision on one of their ids reaches :meth:`route`.
+        """
+        return None
+
+    async def route(self, batch: PendingApprovalBatch, item: PendingApprovalItem, approval_id: str,
+                    decision: ApprovalDecision, reason: str | None) -> ApprovalDecisionResult | None:
+        """Decide ``approval_id``, one of the ids :meth:`expand` listed for ``item``; None if
+        it is not one of them. Called outside the runtime's approval lock, so it may decide
+        ``item`` itself through ``scope.controller`` once the source has moved on."""
+        return None
+
+    async def route_in_doubt(self, batch: PendingApprovalBatch, item: PendingApprovalItem, item_id: str,
+                             resolution: str, text: str | None) -> ApprovalDecisionResult | None:
+        """Like :meth:`route`, for an in-doubt call :meth:`expand` listed (``controller.rerun``,
+        ``mark_done``, ``mark_failed``; ``resolution`` is ``rerun``, ``done`` or ``failed``)."""
+        return None
 
     def refuse_decision(self, item: PendingApprovalItem) -> ArkError | None:
         """Why ``controller.approve`` / ``deny`` must not decide ``item`` (a kind with its own

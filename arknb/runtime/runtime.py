@@ -79,19 +79,26 @@ class AgentRuntime(RunControl):
             resolved; ``secret_values()`` for keys known up front), are replaced by
             ``[redacted]`` in events, history, saved state and results, with a
             ``secret.redacted`` event (DESIGN §9).
-        fresh: discard the session's saved state (deleted when the runtime first loads,
-            also a state that cannot be read) and start empty.
-        save_timeout: seconds one save may take before it counts as failed
-            (``state_save_failed`` naming the save and the limit); None for no limit.
         plan_mode: ``PlanMode.OFF`` (default), ``AUTO`` (the model keeps a todo list with the
             built-in ``write_todos`` tool) or ``REVIEW`` (a new plan waits for a person's
             approval; until then only ``read_only`` tools run). DESIGN §14.
         skills: :class:`~arknb.skills.Skill` objects or an ``ark.load_skills(path)`` report:
             always-on skills join the system prompt, the others are offered through the
             built-in ``activate_skill`` tool.
+        compressor: an :class:`~arknb.memory.ContextCompressor`: requests over its token
+            budget get their older messages replaced by a summary (``state.history`` keeps
+            them all; ``search_history`` finds them).
+        memory: an :class:`~arknb.memory.EpisodicMemory`: completed runs are recorded as
+            episodes, and ``retrieve_memory`` finds them (also from other sessions).
+        subagents: :class:`~arknb.memory.SubAgent` objects the model can hand work to
+            with ``delegate_task(agent, task)``.
         extensions: your own :class:`~arknb.runtime.extensions.Extension` objects (tools,
             hooks, prompt sections and a saved state slice through one seam); they run
             after the built-in ones, in order.
+        fresh: discard the session's saved state (deleted when the runtime first loads,
+            also a state that cannot be read) and start empty.
+        save_timeout: seconds one save may take before it counts as failed
+            (``state_save_failed`` naming the save and the limit); None for no limit.
 
     Example:
         >>> runtime = AgentRuntime(ScriptedModel(["Hi!"]))      # doctest: +SKIP
@@ -106,6 +113,7 @@ class AgentRuntime(RunControl):
                  secrets: Iterable[str | SecretStr] = (), clock: Callable[[], float] | None = None,
                  state: AgentState | None = None, fresh: bool = False,
                  save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
+                 compressor: Any = None, memory: Any = None, subagents: Any = None,
                  extensions: Iterable[Extension] = ()) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
@@ -146,6 +154,8 @@ class AgentRuntime(RunControl):
             raise invalid_argument(f"clock must be a callable returning seconds, got {type(clock).__name__}")
         if state is not None and not isinstance(state, AgentState):
             raise invalid_argument(f"state must be an AgentState or None, got {type(state).__name__}")
+        if isinstance(extensions, (str, bytes)) or not isinstance(extensions, Iterable):
+            raise invalid_argument(f"extensions must be a list of Extension objects, got {type(extensions).__name__}")
         if not isinstance(fresh, bool):
             raise invalid_argument(f"fresh must be a bool, got {fresh!r}")
         if fresh and state is not None:
@@ -153,8 +163,6 @@ class AgentRuntime(RunControl):
         if save_timeout is not None and (isinstance(save_timeout, bool) or not isinstance(save_timeout, (int, float))
                                          or not save_timeout > 0):
             raise invalid_argument(f"save_timeout must be seconds > 0 or None, got {save_timeout!r}")
-        if isinstance(extensions, (str, bytes)) or not isinstance(extensions, Iterable):
-            raise invalid_argument(f"extensions must be a list of Extension objects, got {type(extensions).__name__}")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.system_prompt = system_prompt
@@ -176,12 +184,13 @@ class AgentRuntime(RunControl):
         self._owns_bus = event_bus is None
         self.bus = event_bus if event_bus is not None else EventBus()
         self._controller = NO_CONTROLLER  # made on first use, held weakly (see _weak.py)
-        self.hooks = HookRegistry(hooks)
+        self.hooks = hooks.copy() if isinstance(hooks, HookRegistry) else HookRegistry(hooks)
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
         this = weakref.ref(self)
         self._extensions = ExtensionHost(
-            [*keyword_extensions(plan_mode=plan_mode, skills=skills), *extensions],
+            [*keyword_extensions(plan_mode=plan_mode, skills=skills, compressor=compressor, memory=memory,
+                                 subagents=subagents), *extensions],
             kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature)), InDoubtKind(emit)))
         self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
         # A slow async listener's dropped deliveries are announced (it never slows the run).
@@ -394,7 +403,7 @@ class AgentRuntime(RunControl):
         if not isinstance(payload, FrozenDict):
             payload = freeze_payload(payload)
         self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
-                                   f"{rid}:{self._seq}"))
+                                   f"{rid}:{self._seq}", None, None))
         if redaction is not None:
             self._redactor.report(redaction)
 

@@ -16,6 +16,7 @@ from .approvals import (
 # plans and skills (the values the planner and skills extensions keep in their slices)
 from .plan import PLAN_KIND, PLAN_SLICE, PendingPlanReview, Plan, PlanItem, TodoStatus, plan_of
 from .skills import SKILLS_SLICE, active_skills_of
+from .context import CONTEXT_SLICE, ContextSummary, context_summaries_of
 
 # storage
 from .file_storage import FileStateStorage
@@ -25,9 +26,10 @@ from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_l
 from .secrets import REDACTED, Redaction, SecretLint, redact_value
 
 __all__ = [
-    "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "REDACTED", "RESOLVED_APPROVALS_KEPT", "SCHEMA_VERSION",
-    "SKILLS_SLICE", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall", "FileStateStorage",
-    "MemoryStateStorage", "PendingApprovalBatch", "PendingApprovalItem", "PendingPlanReview", "Plan", "PlanItem",
-    "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus", "active_skills_of", "migrate",
-    "plan_of", "redact_value", "state_conflict", "storage_location", "validate_session_id",
+    "CONTEXT_SLICE", "ContextSummary", "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "REDACTED", "RESOLVED_APPROVALS_KEPT",
+    "SCHEMA_VERSION", "SKILLS_SLICE", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall",
+    "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch", "PendingApprovalItem", "PendingPlanReview",
+    "Plan", "PlanItem", "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus",
+    "active_skills_of", "context_summaries_of", "migrate", "plan_of", "redact_value", "state_conflict",
+    "storage_location", "validate_session_id",
 ]

@@ -21,6 +21,7 @@ from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLaye
 from arknb.domain.frozen import DeepFrozenModel, FrozenJSON
 
 from .approvals import PendingApprovalBatch, ResolvedApproval
+from .context import ContextSummary, context_summaries_of
 from .migrations import SCHEMA_VERSION, migrate
 from .plan import Plan, plan_of
 from .skills import active_skills_of
@@ -106,6 +107,12 @@ class AgentState(DeepFrozenModel):
     def active_skills(self) -> tuple[str, ...]:
         """The names of the skills activated in this session, oldest first."""
         return active_skills_of(self.extensions)
+
+    @property
+    def context_summaries(self) -> tuple[ContextSummary, ...]:
+        """The context compressor's summaries, each with the range of messages it replaces
+        in model requests (``history`` itself keeps every message), oldest first."""
+        return context_summaries_of(self.extensions)
 
     @property
     def total_usage(self) -> Usage:

@@ -131,6 +131,9 @@ class PendingApprovalBatch(BaseModel):
         created_at: when the batch froze.
         allowed_calls: calls the hooks let through; they run only after all items are decided.
         denied_calls: calls a hook denied with a synthetic result.
+        finished_calls: calls that already ran when another call of the batch deferred
+            itself while running (``ToolContext.defer``): their results, kept as they
+            came, answer them when the batch resumes (they never run twice).
     """
 
     model_config = _FROZEN
@@ -142,6 +145,7 @@ class PendingApprovalBatch(BaseModel):
     created_at: float
     allowed_calls: tuple[ToolCall, ...] = ()
     denied_calls: tuple[DeniedCall, ...] = ()
+    finished_calls: tuple[DeniedCall, ...] = ()
     kind: str = Field(default="tool", min_length=1)
     """``tool``: dangerous or deferred calls; ``loop``: a detected loop waiting for
     continue (approve) or stop (deny); ``in_doubt``: calls a crash left with an unknown

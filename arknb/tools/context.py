@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from arknb.domain import CancellationToken
+from arknb.domain import CancellationToken, ToolResult, invalid_argument
 
 __all__ = ["ToolContext"]
 
@@ -30,6 +30,8 @@ class ToolContext:
         idempotency_key: ``{session_id}:{run_id}:{call_id}``, the same every time this
             call runs (also after a restore): pass it to a provider's own dedup (an
             ``Idempotency-Key`` header, a unique column) so a repeated call does no harm.
+        on_defer: set by the runtime: what :meth:`defer` reports to (None when a tool
+            is called by hand).
 
     Example:
         >>> from arknb.tools import ToolContext, tool
@@ -50,3 +52,25 @@ class ToolContext:
     call_id: str = ""
     cancel: CancellationToken = field(default_factory=CancellationToken)
     idempotency_key: str = ""
+    on_defer: Callable[[str, str, str, dict | None], ToolResult] | None = field(default=None, repr=False)
+
+    def defer(self, reason: str, *, kind: str = "tool", detail: dict | None = None) -> ToolResult:
+        """Hand this call to a person instead of answering it now; return what this returns.
+
+        The batch pauses like an approval once its other calls finished: their results
+        are kept, the pending batch is saved, ``approval.required`` is published and the
+        run ends ``awaiting_approval``. When the item is decided, an approved call runs
+        again (with the same ``call_id``, so the tool can pick up what it started) and a
+        denied one is answered ``tool_denied``; an extension's approval ``kind`` may
+        decide otherwise. A sub-agent waiting for its own approvals defers its
+        ``delegate_task`` call this way.
+
+        Raises:
+            ArkError: ``invalid_argument`` outside a call the runtime runs, or with an
+                empty reason.
+        """
+        if self.on_defer is None:
+            raise invalid_argument("ctx.defer() works only inside a tool call run by an AgentRuntime")
+        if not isinstance(reason, str) or not reason.strip():
+            raise invalid_argument("ctx.defer() needs a reason a person can read")
+        return self.on_defer(self.call_id, reason.strip(), kind, dict(detail) if detail else None)

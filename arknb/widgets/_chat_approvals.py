@@ -50,11 +50,19 @@ class ApprovalCards:
             batch = whole()
             if batch is None:
                 return []
+            batch_id = str(batch.batch_id)
             # Each card shows its item's kind: an "in_doubt" card offers rerun / done / failed
             # (DESIGN §13; every item of an in-doubt batch is one), a "plan" card a plan review.
-            in_doubt = str(getattr(batch, "kind", "tool")) == "in_doubt"
-            return [{**approval_dict(item), "batch_id": str(batch.batch_id),
-                     **({"kind": "in_doubt"} if in_doubt else {})} for item in batch.items]
+            extra = {"kind": "in_doubt"} if str(getattr(batch, "kind", "tool")) == "in_doubt" else {}
+            rows = [{**approval_dict(item), "batch_id": batch_id, **extra}
+                    for item in batch.items if not item.is_pending()]
+            # The pending ones as the controller lists them: an item that stands for a
+            # sub-agent's approvals is listed as those ("{agent}/{approval_id}"), decided by id.
+            own = {item.approval_id for item in batch.items}
+            for item in controller.list_pending_approvals():
+                row = approval_dict(item)
+                rows.append({**row, "batch_id": batch_id if row["approval_id"] in own else None, **extra})
+            return rows
         # A controller without the whole batch: only its pending items.
         return [a for a in map(approval_dict, controller.list_pending_approvals()) if a["decision"] == "pending"]
 

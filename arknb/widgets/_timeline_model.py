@@ -123,7 +123,8 @@ class _Builder:
 def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Nested spans: runs, turns, model calls and tool calls, in order of start.
 
-    Each span has ``id``, ``kind`` (run, turn, model, tool), ``label``, ``run_id``,
+    Each span has ``id``, ``kind`` (run, turn, model, tool, and ``compression``: a mark
+    with no duration per ``context.compressed``), ``label``, ``run_id``,
     ``parent`` (the id of the enclosing span or None) and ``depth``, ``start``/``end``
     (seconds from the first event; ``end`` is None while open), ``duration_ms``,
     ``status`` (open, ok, error, denied, deferred, cancelled, unfinished), the
@@ -154,7 +155,9 @@ def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 b.turns[rid] = turn
             b.close(b.models.pop(rid, None), e, pos, "unfinished")
             attempt = p.get("attempt")
-            label = f"model call{'' if not attempt or attempt == 1 else f' (attempt {attempt})'}"
+            # An extension's own call (a context summary) says what it was for.
+            what = f"{str(p['purpose']).replace('_', ' ')} call" if p.get("purpose") else "model call"
+            label = f"{what}{'' if not attempt or attempt == 1 else f' (attempt {attempt})'}"
             b.models[rid] = b.open("model", label, e, pos, turn, turn=p.get("turn"))
         elif etype == "llm.after":
             b.close(b.models.pop(rid, None), e, pos, "ok")
@@ -173,6 +176,12 @@ def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                               call_id=call["id"])
                 b.tools[(rid, call["id"])] = span
             b.close(span, e, pos, "denied" if etype == "tool.denied" else status(e))
+        elif etype == "context.compressed":
+            # A mark (no duration) where a compression replaced older messages in the request.
+            parent = b.turns.get(rid) or b.run_of(e, pos)
+            mark = b.open("compression", f"compressed {p.get('before_tokens', '?')}→{p.get('after_tokens', '?')} tokens",
+                          e, pos, parent)
+            b.close(mark, e, pos, "ok")
         elif etype == "hook.decision" and p.get("action") == "defer" and p.get("slot") == "before_tool_call":
             call = call_fields(p.get("before"))
             cid = p.get("call_id") if isinstance(p.get("call_id"), str) else call["id"]

@@ -132,7 +132,8 @@ def summary(event: Mapping[str, Any]) -> str:
     if etype == "llm.before":
         tools = p.get("tools") if isinstance(p.get("tools"), (list, tuple)) else ()
         count = p.get("message_count")
-        return _join(f"turn {_q(p.get('turn'))}", str(p.get("model") or ""),
+        return _join(f"turn {_q(p.get('turn'))}", f"for {p['purpose']}" if p.get("purpose") else "",
+                     str(p.get("model") or ""),
                      f"{count} messages" if isinstance(count, int) else "",
                      f"{len(tools)} tools" if tools else "",
                      "answered by a hook" if p.get("responded_by_hook") else "")
@@ -208,6 +209,8 @@ def summary(event: Mapping[str, Any]) -> str:
         return _join(f"skill {p.get('name') or '?'}", f"{len(tools)} tools" if tools else "")
     if etype == "context.compressed":
         return f"context {_n(p.get('before_tokens')):,} → {_n(p.get('after_tokens')):,} tokens"
+    if etype == "memory.recorded":
+        return _join(f"remembered {p.get('episode_id') or '?'}", clip(str(p.get("summary") or "").split("\n")[0], 80))
     if etype == "operation.in_doubt":
         attempts = p.get("attempts")
         return _join(f"{_call(p)} in doubt" if p.get("call") else f"{p.get('operation_id') or '?'} in doubt",
@@ -238,6 +241,8 @@ def status(event: Mapping[str, Any]) -> str:
     if etype in ("agent.suspended", "approval.required", "plan.review_required"):
         return "deferred"
     if etype == "tool.after":
+        if p.get("deferred"):  # the call handed itself to a person (ToolContext.defer), e.g. a sub-agent's
+            return "deferred"
         return "error" if as_dict(p.get("result")).get("is_error") else "ok"
     if etype == "tool.denied":
         return "denied"

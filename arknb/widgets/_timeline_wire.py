@@ -55,6 +55,7 @@ _BIG_ENDIAN = sys.byteorder == "big"
 _FIELDS = ("type", "payload", "session_id", "run_id", "sequence", "timestamp", "event_id")
 
 _ATTR = {name: attrgetter(name) for name in _FIELDS}
+_PARENT_RUN, _PARENT_CALL = attrgetter("parent_run_id"), attrgetter("parent_call_id")
 _ITEM = {name: itemgetter(name) for name in _FIELDS}
 _KIND, _TEXT, _INDEX = itemgetter("kind"), itemgetter("text"), itemgetter("index")
 
@@ -235,6 +236,13 @@ def _batch(events: Sequence[Any], get: dict[str, Any], deep: bool) -> tuple[dict
     item["seq"] = buffers.add(_bytes("d", seqs))
     item["ts"] = buffers.add(_bytes("d", ts))
     item["id"] = _strings(list(map(get["event_id"], events)), buffers)
+    if not deep:
+        # A sub-agent's events carry their parent run and call (DESIGN §14): two coded
+        # columns, sent only when a batch has such events.
+        parent_runs = list(map(_PARENT_RUN, events))
+        if any(parent_runs):
+            item["parent_run_id"], item["parent_run_id_at"] = _codes(parent_runs, buffers)
+            item["parent_call_id"], item["parent_call_id_at"] = _codes(list(map(_PARENT_CALL, events)), buffers)
     chunk_payloads, others = _split_chunks(types, payloads, item["type"])
     mark = len(buffers)
     columns = bool(chunk_payloads)
@@ -294,6 +302,9 @@ def decode(items: Sequence[Any], buffers: Sequence[Any]) -> list[dict[str, Any]]
             return [table[i] for i in _column("H", buffers[at])] if at is not None else list(repeat(table[0], n))
 
         types, sessions, runs = strings("type"), strings("session_id"), strings("run_id")
+        parented = "parent_run_id" in item
+        parent_runs = strings("parent_run_id") if parented else ()
+        parent_calls = strings("parent_call_id") if parented else ()
         seqs = [int(s) for s in _column("d", buffers[item["seq"]])]
         ts = _column("d", buffers[item["ts"]])
         ids = _strings_of(item["id"], buffers)
@@ -310,6 +321,9 @@ def decode(items: Sequence[Any], buffers: Sequence[Any]) -> list[dict[str, Any]]
                 c += 1
             else:
                 payload = next(others)
-            out.append({"event_id": ids[i], "type": types[i], "session_id": sessions[i], "run_id": runs[i],
-                        "sequence": seqs[i], "timestamp": ts[i], "payload": payload})
+            event = {"event_id": ids[i], "type": types[i], "session_id": sessions[i], "run_id": runs[i],
+                     "sequence": seqs[i], "timestamp": ts[i], "payload": payload}
+            if parented and parent_runs[i] is not None:
+                event["parent_run_id"], event["parent_call_id"] = parent_runs[i], parent_calls[i]
+            out.append(event)
     return out

@@ -8,7 +8,10 @@ renders), each with a stable ``id`` and a ``kind``:
 * ``tool``: ``call_id``, ``name``, ``arguments`` (JSON text), ``status`` (requested,
   running, awaiting_approval, approved, done, error, denied; ``not_executed`` or
   ``interrupted`` when the run ended before the call finished), ``result``,
-  ``is_error``, ``duration_ms``, ``reason``
+  ``is_error``, ``duration_ms``, ``reason``; and ``subagent`` (``session_id``,
+  ``status``, ``entries``) when the call delegated to a sub-agent: the child's own
+  transcript, built from its events (those with ``parent_call_id``), nested further
+  for a grandchild, sent as a patch of the card once per flush
 * ``hook``: ``slot``, ``hook``, ``action``, ``reason``, ``before``, ``after``, ``count``
 * ``notice``: ``level`` (info, warn, error), ``text``
 
@@ -58,6 +61,10 @@ class Transcript:
         self.run_id = ""
         self.approvals: dict[str, dict[str, Any]] = {}
         """Approval items seen in events, by approval id (``decision`` updated as decided)."""
+        self.session_id = ""
+        self._children: dict[str, Transcript] = {}
+        """Sub-agents' transcripts, by the call id of the ``delegate_task`` card they belong to."""
+        self._stale_children: set[str] = set()  # children changed since their card was patched
 
     # -- building -----------------------------------------------------------------
 
@@ -163,13 +170,63 @@ class Transcript:
 
     def take_ops(self) -> list[list[Any]]:
         """The operations for everything that changed since the last call (or snapshot)."""
+        self._refresh_children()
         return self.log.take()
 
     def snapshot(self) -> dict[str, Any]:
         """A fresh JSON-ready copy of the whole transcript (pending stream text included);
         what was queued for sending is dropped, the snapshot carries it."""
+        self._refresh_children()
         self.log.clear(list(self._streams.values()))
         return {"status": self.status, "entries": [dict(e) for e in self.entries]}
+
+    # -- sub-agents -------------------------------------------------------------------
+
+    def _owner_of(self, call_id: str) -> Transcript | None:
+        """The transcript (this one or a sub-agent's, at any depth) holding the card of ``call_id``."""
+        if f"tool:{call_id}" in self._by_id:
+            return self
+        for child in self._children.values():
+            owner = child._owner_of(call_id)
+            if owner is not None:
+                return owner
+        return None
+
+    def _apply_nested(self, call_id: str, session_id: str, event: Any) -> bool:
+        owner = self._owner_of(call_id)
+        if owner is None:
+            return False  # a call this transcript never saw (e.g. a view opened mid-run)
+        child = owner._children.get(call_id)
+        if child is None:
+            child = owner._children[call_id] = Transcript()
+        child.session_id = session_id
+        structural = child.apply(_without_parent(event))
+        # The card is patched once per flush (a child's stream does not cost a copy per chunk).
+        self._mark_stale(owner, call_id)
+        return structural
+
+    def _mark_stale(self, owner: Transcript, call_id: str) -> None:
+        owner._stale_children.add(call_id)
+        if owner is self:
+            return
+        for cid, child in self._children.items():  # mark the path from here down to the owner
+            if child is owner or child._owner_of(call_id) is not None:
+                self._stale_children.add(cid)
+                child._mark_stale(owner, call_id)
+                return
+
+    def _refresh_children(self) -> None:
+        """Patch each card whose sub-agent changed with the child's entries (deepest first)."""
+        if not self._stale_children:
+            return
+        for call_id in sorted(self._stale_children):
+            child = self._children[call_id]
+            child._refresh_children()
+            child.log.clear(list(child._streams.values()))  # its own changes travel in this card
+            card = self._by_id[f"tool:{call_id}"]
+            self._set(card, subagent={"session_id": child.session_id, "status": child.status,
+                                      "entries": child.current_entries()})
+        self._stale_children.clear()
 
     def current_entries(self) -> list[dict[str, Any]]:
         """Copies of the entries as they stand now, text still streaming included."""
@@ -198,8 +255,14 @@ class Transcript:
         """
         if isinstance(event, Mapping):
             etype, run_id, payload = event.get("type"), event.get("run_id"), event.get("payload") or {}
+            parent_call = event.get("parent_call_id")
         else:
             etype, run_id, payload = event.type, event.run_id, event.payload
+            parent_call = getattr(event, "parent_call_id", None)
+        if parent_call is not None:
+            # A sub-agent's event: it goes into the card of the call that delegated to it.
+            session = event.get("session_id") if isinstance(event, Mapping) else event.session_id
+            return self._apply_nested(str(parent_call), str(session or ""), event)
         if etype == "llm.chunk":
             self.chunk(str(payload.get("kind") or "text"), str(payload.get("text") or ""))
             return False
@@ -222,10 +285,14 @@ class Transcript:
         self._notice("info", f"resumed ({p.get('reason') or 'resume'})")
 
     def _on_llm_before(self, p: Mapping[str, Any]) -> None:
+        if p.get("purpose"):
+            return  # an extension's own call (a context summary): not a message of the conversation
         self._close_streams()
         self._current = self._add("assistant", text="", reasoning="", streaming=True, run_id=self.run_id)
 
     def _on_llm_after(self, p: Mapping[str, Any]) -> None:
+        if p.get("purpose"):
+            return  # an extension's own call: its text is not the assistant's answer
         current = self._current
         self._close_streams()
         message = p.get("message")
@@ -246,6 +313,12 @@ class Transcript:
         self._tool(call_fields(p.get("call")), status="running")
 
     def _on_tool_after(self, p: Mapping[str, Any]) -> None:
+        deferred = p.get("deferred")
+        if isinstance(deferred, Mapping):
+            # The call handed itself to a person (ToolContext.defer): it waits, it did not fail.
+            self._tool(call_fields(p.get("call")), status="awaiting_approval", reason=deferred.get("reason"),
+                       duration_ms=p.get("duration_ms"))
+            return
         r = result_fields(p.get("result"))
         self._tool(call_fields(p.get("call")), status="error" if r["is_error"] else "done", result=r["text"],
                    is_error=r["is_error"], duration_ms=p.get("duration_ms"))
@@ -360,6 +433,14 @@ class Transcript:
 _DECIDED_STATUS = {"approved": "approved", "denied": "denied", "rerun": "approved", "done": "done",
                    "failed": "error"}
 _OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "in_doubt", "approved"})
+
+
+def _without_parent(event: Any) -> Any:
+    """The event as its own runtime published it (its nesting is consumed by the parent)."""
+    if isinstance(event, Mapping):
+        return {k: v for k, v in event.items() if k not in ("parent_run_id", "parent_call_id")}
+    return {"type": event.type, "run_id": event.run_id, "session_id": event.session_id,
+            "payload": event.payload}
 
 
 def _dump(value: Any) -> dict[str, Any]:

@@ -209,7 +209,7 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     def _on_event(self, event: Any) -> None:
         # Listener on the bus: observes only, never raises into the runtime.
         etype = event.type
-        if etype == EventTypes.LLM_CHUNK:  # the hot path: one list append per chunk
+        if etype == EventTypes.LLM_CHUNK and event.parent_call_id is None:  # the hot path: one list append per chunk
             payload = event.payload
             self._transcript.chunk(payload.get("kind") or "text", payload.get("text") or "")
             self._coalescer.delta()

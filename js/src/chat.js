@@ -6,6 +6,7 @@ import { Action } from "./lib/protocol.js";
 import { h, prettyJson, setChildren } from "./lib/dom.js";
 import { renderMarkdown } from "./lib/markdown.js";
 import { diffView } from "./lib/diff.js";
+import { subagentView } from "./lib/subagent_view.js";
 import { hideStaticTwin } from "./lib/static_twin.js";
 import { storeFor } from "./chat_store.js";
 import { planReviewCard, todoPanel } from "./chat_plan.js";
@@ -60,6 +61,7 @@ function createView(model, el, store) {
   const pendingActions = new Map(); // action -> request id (stop/suspend/resume/send)
   const deciding = new Map();       // approval id -> request id while the click is in flight
   const cardErrors = new Map();     // approval id -> error from the last action_result
+  const subOpen = new Map();        // delegate_task call id -> its sub-agent card open or closed
   const decided = new Map();        // approval id -> decision the last action_result reported
   let sentText = null;              // the text of the send in flight (cleared when accepted)
 
@@ -232,7 +234,8 @@ function createView(model, el, store) {
         h("details", { class: "arknb-args" }, h("summary", {}, "arguments"),
           h("pre", { class: "arknb-pre", testid: "arknb-tool-args" }, prettyJson(e.arguments))),
         e.reason ? h("div", { class: "arknb-muted" }, `reason: ${e.reason}`) : null,
-        toolResult(e, n));
+        toolResult(e, n),
+        e.subagent ? subagentView(e.subagent, subOpen, e.call_id) : null);
     } else if (e.kind === "hook") {
       n.root.dataset.hook = e.hook;
       n.root.dataset.action = e.action;
@@ -338,6 +341,9 @@ function createView(model, el, store) {
           h("span", { class: "arknb-tool-name" }, a.tool_name),
           a.risk_level ? h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, a.risk_level) : null),
         a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
+        // A sub-agent's approval, listed here under its name: "cleaner/approval_…".
+        a.approval_id.includes("/") ? h("div", { class: "arknb-muted arknb-approval-source", testid: "arknb-approval-source" },
+          `asked by sub-agent ${a.approval_id.split("/").slice(0, -1).join(" › ")}`) : null,
         h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
         actions,
         err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);

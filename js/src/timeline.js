@@ -274,6 +274,8 @@ function render({ model, el }) {
   }
 
   let waterfallTimer = null;
+  const collapsed = new Set(); // span ids whose inner spans are folded away (a sub-agent's run, ...)
+
   function drawWaterfall(force) {
     const open = index.spans.some((sp) => sp.end === null);
     if (!force && waterfallVersion === index.version && !open) return;
@@ -287,7 +289,14 @@ function render({ model, el }) {
     lastWaterfall = performance.now();
     waterfallVersion = index.version;
     renderWaterfall(waterfall, index, { runs: filters.run ? index.descendants(filters.run) : null,
-      activeSpan: filters.span, onPick: pickSpan, now: index.tEnd ?? 0 });
+      activeSpan: filters.span, onPick: pickSpan, now: index.tEnd ?? 0, collapsed, onToggle: toggleSpan });
+  }
+
+  function toggleSpan(id) {
+    if (collapsed.has(id)) collapsed.delete(id); else collapsed.add(id);
+    drawWaterfall(true);
+    const row = waterfall.querySelector(`[data-span='${id}']`);
+    if (row) row.focus();
   }
 
   function pickSpan(id) {

@@ -118,7 +118,7 @@ def test_the_bus_freezes_a_payload_a_publisher_left_plain():
     got: list[ark.AgentEvent] = []
     bus.subscribe("*", got.append)
     plain = {"items": [1, 2]}
-    bus.publish(new_event("x.y", "s", "r", 1, 0.0, plain, "r:1"))  # the trusted builder skips freezing
+    bus.publish(new_event("x.y", "s", "r", 1, 0.0, plain, "r:1", None, None))  # the trusted builder skips freezing
     (event,) = got
     with pytest.raises(TypeError):
         event.payload["items"].append(3)
@@ -136,5 +136,5 @@ def test_a_payload_nested_too_deeply_is_published_with_the_deep_part_left_out():
     bus = ark.EventBus()
     got: list[ark.AgentEvent] = []
     bus.subscribe("*", got.append)
-    bus.publish(new_event("x.y", "s", "r", 1, 0.0, {"deep": deep}, "r:1"))
+    bus.publish(new_event("x.y", "s", "r", 1, 0.0, {"deep": deep}, "r:1", None, None))
     assert len(got) == 1 and bus.listener_errors == 0

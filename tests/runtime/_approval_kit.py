@@ -15,7 +15,7 @@ from arknb import AgentEvent, AgentMessage, ScriptedModel, ScriptedTurn, ToolCal
 from arknb.state import AgentState, MemoryStateStorage
 
 __all__ = ["EventLog", "FaultyStorage", "Tools", "assert_history_paired", "call", "dangerous_turn", "finish_background",
-           "kill_when_awaiting", "make_runtime"]
+           "kill_when_awaiting", "make_runtime", "run_until_line"]
 
 
 def call(call_id: str, name: str, index: int = 0, **arguments: Any) -> ToolCall:
@@ -142,9 +142,12 @@ async def finish_background(runtime: ark.AgentRuntime) -> ark.AgentRunResult:
     return await asyncio.wait_for(handle.wait(), 5)
 
 
-def kill_when_awaiting(script, *args: str, session_id: str) -> str:
-    """Run the child ``script`` with ``args`` until it prints ``AWAITING <session_id> <id>``
-    (right after its mandatory save), SIGKILL it, and return the id it printed."""
+def run_until_line(script, *args: str, prefix: str) -> str:
+    """Start ``python script args...``, read its first line, SIGKILL it; return the line.
+
+    The child prints the line once what the test needs is saved, then blocks; the
+    assertion names its stderr when it said anything else.
+    """
     import signal
     import subprocess
     import sys
@@ -159,8 +162,14 @@ def kill_when_awaiting(script, *args: str, session_id: str) -> str:
     stderr = proc.stderr.read()
     proc.stdout.close()
     proc.stderr.close()
-    assert line.startswith("AWAITING "), f"child said {line!r}; stderr:\n{stderr}"
+    assert line.startswith(prefix), f"child said {line!r}; stderr:\n{stderr}"
     assert returncode == -signal.SIGKILL
-    _, sid, approval_id = line.split()
+    return line
+
+
+def kill_when_awaiting(script, *args: str, session_id: str) -> str:
+    """Run the child ``script`` with ``args`` until it prints ``AWAITING <session_id> <id>``
+    (right after its mandatory save), SIGKILL it, and return the id it printed."""
+    _, sid, approval_id = run_until_line(script, *args, prefix="AWAITING ").split()
     assert sid == session_id
     return approval_id

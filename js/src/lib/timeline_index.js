@@ -169,7 +169,9 @@ export class TimelineIndex {
       }
       this.close(this.models.get(rid), e, pos, t, "unfinished");
       const attempt = p.attempt;
-      const label = `model call${!attempt || attempt === 1 ? "" : ` (attempt ${attempt})`}`;
+      // An extension's own call (a context summary) says what it was for.
+      const what = p.purpose ? `${String(p.purpose).replace(/_/g, " ")} call` : "model call";
+      const label = `${what}${!attempt || attempt === 1 ? "" : ` (attempt ${attempt})`}`;
       this.models.set(rid, this.open("model", label, e, pos, t, turn, { turn: p.turn }));
     } else if (type === "llm.after") {
       this.close(this.models.get(rid), e, pos, t, "ok");
@@ -190,6 +192,11 @@ export class TimelineIndex {
         this.tools.set(key, span);
       }
       this.close(span, e, pos, t, type === "tool.denied" ? "denied" : status(e));
+    } else if (type === "context.compressed") {
+      // A mark (no duration) where a compression replaced older messages in the request.
+      const parent = this.turns.get(rid) || this.runOf(e, pos, t);
+      const mark = this.open("compression", `compressed ${p.before_tokens ?? "?"}→${p.after_tokens ?? "?"} tokens`, e, pos, t, parent);
+      this.close(mark, e, pos, t, "ok");
     } else if (type === "hook.decision" && p.action === "defer" && p.slot === "before_tool_call") {
       const call = callFields(p.before);
       const cid = typeof p.call_id === "string" ? p.call_id : call.id;

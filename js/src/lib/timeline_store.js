@@ -35,6 +35,10 @@ export function unpack(items, buffers = []) {
     const n = item.batch;
     const type = column(item, "type", buffers), session = column(item, "session_id", buffers);
     const run = column(item, "run_id", buffers);
+    // A sub-agent's events carry their parent run and call (sent only when a batch has some).
+    const parented = item.parent_run_id !== undefined;
+    const parentRun = parented ? column(item, "parent_run_id", buffers) : null;
+    const parentCall = parented ? column(item, "parent_call_id", buffers) : null;
     const seq = floats(buffers, item.seq);
     const time = floats(buffers, item.ts);
     const chunks = !!item.chunks;
@@ -47,8 +51,10 @@ export function unpack(items, buffers = []) {
       let payload;
       if (chunks && t === "llm.chunk") { payload = { kind: kind(c), text: texts[c], index: index[c] }; c++; }
       else payload = item.payload[p++];
-      out.push({ event_id: ids[i], type: t, session_id: session(i), run_id: r,
-        sequence, timestamp: time[i], payload });
+      const event = { event_id: ids[i], type: t, session_id: session(i), run_id: r,
+        sequence, timestamp: time[i], payload };
+      if (parented && parentRun(i) !== null) { event.parent_run_id = parentRun(i); event.parent_call_id = parentCall(i); }
+      out.push(event);
     }
   }
   return out;

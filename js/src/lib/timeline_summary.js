@@ -117,7 +117,8 @@ export function summary(e) {
     }
     case "llm.before": {
       const tools = Array.isArray(p.tools) ? p.tools : [];
-      return join(`turn ${p.turn ?? "?"}`, str(p.model || ""), isInt(p.message_count) ? `${p.message_count} messages` : "",
+      return join(`turn ${p.turn ?? "?"}`, p.purpose ? `for ${str(p.purpose)}` : "", str(p.model || ""),
+        isInt(p.message_count) ? `${p.message_count} messages` : "",
         tools.length ? `${tools.length} tools` : "", p.responded_by_hook ? "answered by a hook" : "");
     }
     case "llm.retry":
@@ -174,6 +175,7 @@ export function summary(e) {
       return join(`skill ${p.name || "?"}`, tools.length ? `${tools.length} tools` : "");
     }
     case "context.compressed": return `context ${thousands(n0(p.before_tokens))} → ${thousands(n0(p.after_tokens))} tokens`;
+    case "memory.recorded": return join(`remembered ${p.episode_id || "?"}`, clip(String(p.summary || "").split("\n")[0], 80));
     case "operation.in_doubt":
       return join(p.call ? `${callLine(p)} in doubt` : `${p.operation_id || "?"} in doubt`,
         isInt(p.attempts) ? `after ${p.attempts} attempts` : "");
@@ -199,7 +201,7 @@ export function status(e) {
     case "agent.error": case "agent.aborted": return "error";
     case "agent.cancelled": return "cancelled";
     case "agent.suspended": case "approval.required": case "plan.review_required": return "deferred";
-    case "tool.after": return isObj(p.result) && p.result.is_error ? "error" : "ok";
+    case "tool.after": return p.deferred ? "deferred" : isObj(p.result) && p.result.is_error ? "error" : "ok";
     case "tool.denied": return "denied";
     case "approval.decided": case "plan.review_resolved":
       return p.decision === "approved" ? "ok" : p.decision === "denied" || p.decision === "rejected" ? "denied" : "";

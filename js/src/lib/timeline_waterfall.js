@@ -10,10 +10,19 @@ const ALL_RUNS_TREE = 300; // with "all runs", the full tree only up to this man
 const STATUS_WORD = { ok: "ok", error: "error", denied: "denied", deferred: "deferred", cancelled: "cancelled",
   open: "running", unfinished: "unfinished" };
 
-/** The spans to draw for a run filter (`runs`: the run ids shown, or null for all). */
-export function visibleSpans(index, runs) {
+/** The spans to draw for a run filter (`runs`: the run ids shown, or null for all), without
+ * the spans under a collapsed one (`collapsed`: span ids, e.g. a delegate_task call whose
+ * sub-agent's run is folded away). */
+export function visibleSpans(index, runs, collapsed = new Set()) {
   let spans = index.spans;
   let note = "";
+  if (collapsed.size) {
+    const hidden = new Set();
+    spans = spans.filter((s) => {
+      if (s.parent !== null && (hidden.has(s.parent) || collapsed.has(s.parent))) { hidden.add(s.id); return false; }
+      return true;
+    });
+  }
   if (runs) spans = spans.filter((s) => runs.has(s.run_id));
   else if (spans.length > ALL_RUNS_TREE) {
     spans = spans.filter((s) => s.kind === "run" && s.depth === 0);
@@ -26,8 +35,10 @@ export function visibleSpans(index, runs) {
   return { spans, note };
 }
 
-export function renderWaterfall(el, index, { runs, activeSpan, onPick, now }) {
-  const { spans, note } = visibleSpans(index, runs);
+export function renderWaterfall(el, index, { runs, activeSpan, onPick, now, collapsed = new Set(), onToggle = null }) {
+  const { spans, note } = visibleSpans(index, runs, collapsed);
+  const parents = new Set();
+  for (const s of index.spans) if (s.parent !== null) parents.add(s.parent);
   el.hidden = spans.length === 0;
   if (!spans.length) { el.replaceChildren(); return; }
   let t0 = Infinity, t1 = -Infinity;
@@ -48,6 +59,12 @@ export function renderWaterfall(el, index, { runs, activeSpan, onPick, now }) {
       "aria-pressed": String(activeSpan === s.id),
       title: `${s.kind} ${s.label}: ${STATUS_WORD[s.status] || s.status}, ${duration}. Click to show only its rows.` },
     h("span", { class: "arknb-span-label", style: `padding-left:${Math.min(s.depth, 8) * 12}px` },
+      parents.has(s.id) && onToggle
+        // The marker is drawn by CSS (::before), so it is no part of the span's text.
+        ? h("span", { class: "arknb-span-fold", testid: "arknb-span-toggle", "data-toggle": "true",
+          "data-folded": String(collapsed.has(s.id)),
+          title: collapsed.has(s.id) ? "Show the spans inside (→)" : "Hide the spans inside (←)" })
+        : null,
       h("span", { class: `arknb-span-kind arknb-span-kind-${s.kind}` }, s.kind), " ", s.label),
     // A plan update or skill activation marks its tool span, on the track right after the bar.
     h("span", { class: "arknb-span-track" }, bar, s.mark ? h("span", {
@@ -56,7 +73,20 @@ export function renderWaterfall(el, index, { runs, activeSpan, onPick, now }) {
         : `right:calc(${(100 - left).toFixed(3)}% + 4px)` }, s.mark) : null),
     h("span", { class: `arknb-span-dur arknb-status-${s.status === "open" ? "" : s.status}`, testid: "arknb-span-duration" },
       duration));
-    row.addEventListener("click", () => onPick(s.id));
+    if (parents.has(s.id) && onToggle) {
+      row.setAttribute("aria-expanded", String(!collapsed.has(s.id)));
+      // The marker folds; ← and → fold and unfold from the keyboard (a tree's keys).
+      row.addEventListener("keydown", (ev) => {
+        if ((ev.key === "ArrowLeft" && !collapsed.has(s.id)) || (ev.key === "ArrowRight" && collapsed.has(s.id))) {
+          ev.preventDefault();
+          onToggle(s.id);
+        }
+      });
+    }
+    row.addEventListener("click", (ev) => {
+      if (onToggle && ev.target.closest && ev.target.closest("[data-toggle]")) onToggle(s.id);
+      else onPick(s.id);
+    });
     return row;
   });
   // One Tab stop for the whole waterfall (the pressed span, else the first); arrows move.

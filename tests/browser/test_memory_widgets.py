@@ -1,0 +1,140 @@
+"""Sub-agents and compression in real JupyterLab (issue 14): the child's approval card is
+approved from the parent's chat, the child's work is a collapsible card inside the
+delegate_task card, and the timeline nests the child's spans under that call
+(collapsible) and marks compressions. Screenshots go to test-results/."""
+
+from __future__ import annotations
+
+CHAT = "[data-testid='arknb-chat'][data-ready='true']"
+TIMELINE = "[data-testid='arknb-timeline'][data-ready='true']"
+
+
+def test_a_sub_agents_approval_is_approved_from_the_parent_chat(lab):
+    lab.open("09_memory_and_subagents.ipynb")
+    lab.run_cell_containing("import tempfile")
+    lab.run_cell_containing("def clear_cache")
+    lab.run_cell_containing("chat = ark.ChatWidget(ops)")
+    chat = lab.page.locator(CHAT).first
+    chat.wait_for()
+    lab.kernel_exec('handle = ops.start("The build server is out of disk space.")')
+
+    card = chat.locator("[data-testid='arknb-approval'][data-approval-id^='cleaner/']")
+    card.first.wait_for()
+    assert card.count() == 1 and "clear_cache" in card.first.inner_text()
+    assert card.first.get_by_test_id("arknb-approval-source").inner_text() == "asked by sub-agent cleaner"
+    delegate = chat.locator("[data-testid='arknb-tool-card'][data-call-id='d1']")
+    sub = delegate.locator("[data-testid='arknb-subagent']")
+    sub.wait_for()
+    assert sub.get_attribute("data-session") == "ops.cleaner.1"
+    assert sub.get_attribute("data-status") == "awaiting_approval"
+    assert sub.evaluate("d => d.open")  # open while the child works
+    sub.locator("[data-testid='arknb-sub-tool'][data-status='awaiting_approval']",
+                has_text="clear_cache").wait_for()
+    lab.screenshot("child_approval_in_parent_chat", locator=chat)
+
+    card.first.get_by_test_id("arknb-approve").click()
+    chat.locator("[data-testid='arknb-assistant-text']",
+                 has_text="Done: the cleaner freed 1.2 GB in /var/cache/build.").wait_for()
+    assert card.count() == 0
+    lab.page.wait_for_function("() => document.querySelector(\"[data-testid='arknb-chat']\").dataset.status"
+                               " === 'completed'")
+    done = delegate.locator("[data-testid='arknb-subagent'][data-status='completed']")
+    done.wait_for()
+    done.locator("[data-testid='arknb-sub-tool'][data-status='done']", has_text="clear_cache").wait_for()
+    assert "1.2 GB freed" in delegate.get_by_test_id("arknb-tool-result").first.inner_text()
+    # Collapsible: the person's choice sticks across updates.
+    done.locator("summary").click()
+    assert not done.evaluate("d => d.open")
+    lab.screenshot("child_work_done_collapsed", locator=chat)
+    assert lab.kernel_exec("print(len(cleared))").strip() == "1"
+
+
+TIMELINE_CELLS = [
+    """
+import json
+import arknb as ark
+
+def call(call_id, name, **arguments):
+    return ark.ToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
+
+@ark.tool(risk="dangerous")
+def clear_cache(path: str) -> str:
+    \"\"\"Delete a cache folder.\"\"\"
+    return f"cleared {path}"
+
+storage = ark.MemoryStateStorage()
+child_model = ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[call("k1", "clear_cache", path="/tmp/c")]),
+                                 "Cleared."])
+cleaner = ark.SubAgent("cleaner", "Clears caches.", lambda sid: ark.AgentRuntime(
+    child_model, tools=[clear_cache], storage=storage, session_id=sid))
+model = ark.ScriptedModel(["First answer. " + "More. " * 60, "Second answer. " + "More. " * 60,
+                           ark.ScriptedTurn(tool_calls=[call("d1", "delegate_task", agent="cleaner",
+                                                             task="Clear /tmp/c.")]),
+                           "All done."])
+runtime = ark.AgentRuntime(model, storage=storage, session_id="tl", subagents=[cleaner],
+                           compressor=ark.ContextCompressor(500, keep_last=2,
+                                                            summarize=lambda m: "earlier questions"))
+""",
+    "ark.TimelineWidget(runtime)",
+]
+
+
+def test_the_timeline_nests_a_child_run_under_its_delegate_call_and_marks_compressions(lab):
+    notebook = lab.server.write_notebook("memory_timeline.ipynb", TIMELINE_CELLS)
+    lab.open(notebook)
+    lab.run_cell(0)
+    lab.run_cell(1)
+    timeline = lab.page.locator(TIMELINE).first
+    timeline.wait_for()
+    lab.kernel_exec('await runtime.run("question one " + "words " * 80)\n'
+                    'await runtime.run("question two " + "words " * 80)\n'
+                    'paused = await runtime.run("clear the cache")\n'
+                    'await runtime.controller.approve(runtime.controller.list_pending_approvals()[0].approval_id)\n'
+                    'result = await runtime.current_run\n'
+                    'print(result.stop_reason)', timeout=60)
+    spans = timeline.locator("[data-testid='arknb-span']")
+    timeline.locator("[data-testid='arknb-span'][data-kind='compression']").first.wait_for()
+    # The child's run sits under the delegate_task span, its clear_cache call inside it; the
+    # call ran twice (it waited for the child's approval, then ran on in the parent's resumed
+    # run), and the child's run that continued after the approval sits under the second.
+    delegates = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1")
+    delegate = delegates.first
+    delegate.wait_for()
+    delegates.nth(1).wait_for()
+    depth = int(delegate.get_attribute("data-depth"))
+    child_run = timeline.locator(f"[data-testid='arknb-span'][data-kind='run'][data-depth='{depth + 1}']")
+    child_run.first.wait_for()
+    # The second attempt's child run: the continuation, one level under that attempt.
+    later = int(delegates.nth(1).get_attribute("data-depth"))
+    timeline.locator(f"[data-testid='arknb-span'][data-kind='run'][data-depth='{later + 1}']",
+                     has_text="resumed").first.wait_for()
+    clears = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="clear_cache")
+    inner = clears.first
+    inner.wait_for()
+    clears.nth(1).wait_for()
+    assert int(inner.get_attribute("data-depth")) > depth + 1
+    inner.scroll_into_view_if_needed()
+    lab.screenshot("timeline_nested", locator=timeline)
+    before = spans.count()
+    assert delegate.get_attribute("aria-expanded") == "true"
+    delegate.get_by_test_id("arknb-span-toggle").click()
+    lab.page.wait_for_function(
+        "(n) => document.querySelectorAll(\"[data-testid='arknb-span']\").length < n", arg=before)
+    # Folding the first attempt hides the child's first run (its deferred clear_cache); the
+    # approved clear_cache stays, under the second attempt, until that one is folded too.
+    assert clears.count() == 1
+    assert delegate.get_attribute("aria-expanded") == "false"
+    second = delegates.nth(1)
+    second.get_by_test_id("arknb-span-toggle").click()
+    lab.page.wait_for_function(
+        "() => !document.querySelectorAll(\"[data-testid='arknb-span'][data-kind='tool']\").length || "
+        "![...document.querySelectorAll(\"[data-testid='arknb-span'][data-kind='tool']\")]"
+        ".some((s) => s.textContent.includes('clear_cache'))")
+    assert clears.count() == 0
+    second.get_by_test_id("arknb-span-toggle").click()
+    clears.first.wait_for()
+    lab.screenshot("timeline_collapsed", locator=timeline)
+    # From the keyboard: → unfolds the focused span again.
+    timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first.press("ArrowRight")
+    lab.page.wait_for_function(
+        "(n) => document.querySelectorAll(\"[data-testid='arknb-span']\").length === n", arg=before)
