@@ -265,5 +265,11 @@ async def test_a_suite_of_200_replayed_cases_runs_in_bounded_memory(tmp_path):
     # The 200 cases' events (several MB) wait in the report's spool file, not in memory:
     # four times the cases costs only their small summaries on top of the runs in flight.
     assert spooled > 200 * 20_000
-    assert large < 1.5 * small, f"traced peak {small:,} B for 50 cases, {large:,} B for 200"
+    # What the 150 more cases add to the peak is a small part of what their events would
+    # take if the report kept them in memory (the peak itself moves with the moment the
+    # collector runs, so the growth is compared with the events, not with the smaller peak).
+    extra_events = spooled * 150 // 200
+    assert large - small < extra_events / 10, (
+        f"traced peak {small:,} B for 50 cases, {large:,} B for 200: +{large - small:,} B for 150 more cases "
+        f"whose events take {extra_events:,} B")
     assert large < spooled / 2, f"traced peak {large:,} B for 200 cases whose events take {spooled:,} B"
