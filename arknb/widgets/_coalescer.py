@@ -31,6 +31,15 @@ def _loop_call_later(delay: float, callback: Callable[[], None]) -> Any:
     return loop.call_later(delay, callback)
 
 
+def _cancel_handle(handle: Any) -> None:
+    """Cancel a ``call_later`` handle (``None`` is fine)."""
+    if handle is not None:
+        try:
+            handle.cancel()
+        except Exception:  # a foreign handle without cancel semantics
+            pass
+
+
 class Coalescer:
     """Decides *when* to call ``flush``; what a flush sends is the caller's business.
 
@@ -116,9 +125,5 @@ class Coalescer:
             self.flush_now()
 
     def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            try:
-                self._timer.cancel()
-            except Exception:  # a foreign handle without cancel semantics
-                pass
-            self._timer = None
+        _cancel_handle(self._timer)
+        self._timer = None

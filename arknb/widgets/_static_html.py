@@ -31,7 +31,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ._coalescer import _loop_call_later
+from ._coalescer import _cancel_handle, _loop_call_later
 
 __all__ = ["STATIC_ATTR", "StaticTwin", "esc", "new_static_id", "static_block"]
 
@@ -157,9 +157,5 @@ class StaticTwin:
         self._cancel()
 
     def _cancel(self) -> None:
-        if self._timer is not None:
-            try:
-                self._timer.cancel()
-            except Exception:  # a foreign handle without cancel semantics
-                pass
-            self._timer = None
+        _cancel_handle(self._timer)
+        self._timer = None
