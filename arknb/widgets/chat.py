@@ -238,8 +238,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
                 self._plan_dirty = True
                 self._coalescer.structural()
             return
+        before = self._transcript.status
         structural = self._transcript.apply(event)
-        if etype in _APPROVAL_EVENTS:
+        if etype in _APPROVAL_EVENTS or self._transcript.status != before:
             self._cards.dirty = True
             self._controls_dirty = True
         if etype in _SETTLED:
@@ -281,7 +282,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             return self.detached
         if self._transcript.status == "loading":
             return "loading the saved session…"
-        if getattr(runtime, "is_running", False):
+        if self._transcript.status == "running":
+            # The event stream, not runtime.is_running: a run's last event is published a
+            # moment before the runtime lets it go, and nothing is published after that.
             return "a run is in progress: wait for it to finish, or press Stop"
         if self._cards.pending():
             batch = getattr(getattr(runtime, "state", None), "pending_approval", None)

@@ -31,6 +31,8 @@ print(result.stop_reason)
 
 
 def test_literal_tags_rehydration_blocked_input_and_focus(lab):
+    from playwright.sync_api import expect
+
     notebook = lab.server.write_notebook("chat_items.ipynb", [APPROVALS, "chat = ark.ChatWidget(runtime)\nchat"])
     lab.open(notebook)
     assert lab.run_cell(0).strip() == "awaiting_approval"
@@ -72,7 +74,7 @@ def test_literal_tags_rehydration_blocked_input_and_focus(lab):
         "done", "done"]
     assert lab.kernel_exec("print(len(model.requests))").strip() == "2"
     # Unblocked now: the kept text goes out.
-    assert chat.get_by_test_id("arknb-send").is_enabled()
+    expect(chat.get_by_test_id("arknb-send")).to_be_enabled()
     assert box.input_value() == "and clear the logs"
 
 

@@ -240,6 +240,21 @@ def test_front_end_writes_to_kernel_traits_are_ignored(runtime, timers):
     assert chat._snapshot["seq"] == 0 and chat.status == "idle"
 
 
+async def test_the_send_box_unblocks_when_a_real_run_ends():
+    # A run's last event goes out a moment before the runtime lets the run go, and nothing
+    # is published after that: the block must follow the events, or it stays for good.
+    # interval=0 flushes as each event arrives, as a busy loop's timer may.
+    import arknb as ark
+
+    runtime = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(text="hi")]))
+    chat = ChatWidget(runtime, interval=0)
+    seen = []
+    chat.observe(lambda change: seen.append(change["new"]), names="input_block")
+    await runtime.run("go")
+    assert any("run is in progress" in text for text in seen)
+    assert chat.status == "completed" and chat.input_block == ""
+
+
 # -- actions ------------------------------------------------------------------------
 
 def test_send_starts_a_run(runtime, timers):
