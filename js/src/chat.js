@@ -458,12 +458,15 @@ function createView(model, el, store) {
     ...["status", "error", "read_only", "detached", "input_block", "suspending"].map((t) => [`change:${t}`, onStatus]),
     ["change:approvals", renderApprovals], ["change:plan", renderTodos], ["comm_live_update", onConnection]];
   store.results.add(onResult);
-  store.views.add(view);
   for (const [name, handler] of listeners) model.on(name, handler);
 
   el.replaceChildren(root);
-  if (store.snapshotPending) store.flushNow(); // also updates this view
-  else update(true, new Set());
+  // Fold in what the model holds (the other views take the change), then draw everything
+  // the store has. A flush only reports what changed, and a pending snapshot may already
+  // be in the store (a delta brought it a frame earlier): this new view would get nothing.
+  if (store.snapshotPending) store.flushNow();
+  store.views.add(view);
+  update(true, new Set());
   renderApprovals();
   renderTodos();
   root.dataset.ready = "true";

@@ -126,6 +126,9 @@ export function storeFor(model) {
     if (saveTimer) clearTimeout(saveTimer);
     saveTimer = setTimeout(() => {
       saveTimer = null;
+      // A kernel snapshot waits in the model for the next frame (a hidden tab has none):
+      // writing ours now would replace it with an older state. The flush that takes it saves.
+      if (store.snapshotPending) return;
       store.localSet = true;
       try {
         model.set("_snapshot", { seq: store.seq, status: model.get("status"), entries: store.entries.map((e) => ({ ...e })) });

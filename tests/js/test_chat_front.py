@@ -3,6 +3,8 @@ approvals, detached views, focus and layout details."""
 
 import json
 
+from playwright.sync_api import expect
+
 XSS = (
     "Here: <img src=x onerror=\"window.__xss='img'\"> <script>window.__xss='script'</script> "
     "[a link](javascript:window.__xss='link') <a href=\"javascript:window.__xss='a'\">raw</a> "
@@ -332,6 +334,32 @@ def test_render_returns_cleanup_and_a_second_view_shares_the_transcript(harness)
     assert harness.page.locator("#second [data-testid='arknb-assistant-text']").text_content() == "hi"
 
 
+def test_a_view_rendered_while_a_snapshot_it_already_holds_is_pending_shows_the_transcript(harness):
+    """The order a loaded machine gave in JupyterLab (a read-only replay stayed empty):
+    the kernel's first delta arrives and a frame folds it in; the snapshot of the same
+    seq lands next, and the view renders before the following frame. The store is
+    already at that snapshot, so folding it in changes nothing: the new view must
+    still draw everything the store holds."""
+    entries = [{"id": "e1", "kind": "user", "text": "What is 1 + 2?"}, assistant("e2", "It is 3.")]
+    harness.page.evaluate("""async (entries) => {
+      const mod = (await import('/chat.js')).default;
+      const model = window.fakeModel({ _snapshot: {}, approvals: [], status: "idle", read_only: false, error: "",
+        detached: "", input_block: "", suspending: false, static_id: "00112233445566778899aabbccddeeff" });
+      await mod.initialize({ model });
+      model.emit({ type: "delta", seq: 1, ops: entries.map((e) => ["add", e]) });
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));  // that frame's flush ran
+      model.set("read_only", true);
+      model.set("status", "completed");
+      model.set("_snapshot", { seq: 1, n: 1, status: "completed", entries });
+      const el = document.createElement("div"); document.body.append(el);
+      await mod.render({ model, el });                                     // before the next frame
+      window.w = { model, el };
+    }""", entries)
+    expect(harness.page.locator("[data-testid='arknb-user']")).to_have_text(["What is 1 + 2?"])
+    expect(harness.page.locator("[data-testid='arknb-assistant-text']")).to_have_text(["It is 3."])
+    expect(harness.page.get_by_test_id("arknb-status")).to_have_text("completed")
+
+
 def test_a_live_view_hides_the_static_companion_until_it_goes(harness):
     sid = "0123456789abcdef0123456789abcdef"
     harness.page.evaluate("""(sid) => { const d = document.createElement('div'); d.id = 'companion';
@@ -365,6 +393,30 @@ def test_the_models_own_snapshot_copy_follows_the_deltas_for_saved_widget_state(
     snap = harness.page.evaluate("() => window.w.model.get('_snapshot')")
     assert snap["seq"] == 2 and [e["id"] for e in snap["entries"]] == ["e2", "e3"]
     assert [m for m in harness.sent() if m["type"] == "hello"] == [{"type": "hello"}]  # our own set is not a resync
+
+
+def test_the_local_copy_never_overwrites_a_kernel_snapshot_not_yet_folded_in(harness):
+    """A hidden tab runs timers but no animation frames: the kernel's snapshot lands in
+    the model while the flush that would take it waits for a frame, and the local copy
+    (saved 1.5 s after the last change) is due. It must not replace the kernel's newer
+    snapshot with the store's older one, or that newer state is never shown."""
+    page = harness.page
+    page.clock.install()
+    page.evaluate("""() => { window.frames_ = [];
+      window.requestAnimationFrame = (cb) => { window.frames_.push(cb); return window.frames_.length; };
+      window.runFrames = () => { for (const cb of window.frames_.splice(0)) cb(performance.now()); }; }""")
+    harness.mount("chat", base_state([assistant("e2", "one")]))
+    harness.emit({"type": "delta", "seq": 2, "ops": [["add", {"id": "e3", "kind": "user", "text": "two"}]]})
+    page.evaluate("() => window.runFrames()")  # folded in; the local copy is due in 1.5 s
+    kernel = {"seq": 7, "n": 2, "status": "idle", "entries": [
+        assistant("e2", "one"), {"id": "e3", "kind": "user", "text": "two"}, assistant("e4", "three")]}
+    harness.set("_snapshot", kernel)            # e.g. the answer to a new view's hello
+    page.clock.run_for(3000)                    # the local copy's timer fires; no frame yet
+    page.evaluate("() => window.runFrames()")   # the tab is shown again
+    expect(page.locator("[data-testid='arknb-assistant-text']")).to_have_text(["one", "three"])
+    page.clock.run_for(3000)
+    snap = page.evaluate("() => window.w.model.get('_snapshot')")
+    assert snap["seq"] == 7 and [e["id"] for e in snap["entries"]] == ["e2", "e3", "e4"]
 
 
 def test_optional_parts_render_nothing_rather_than_null(harness):
