@@ -6,6 +6,8 @@ results collapse with "show more"."""
 
 from __future__ import annotations
 
+from playwright.sync_api import expect
+
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
 
 APPROVALS = '''
@@ -31,8 +33,6 @@ print(result.stop_reason)
 
 
 def test_literal_tags_rehydration_blocked_input_and_focus(lab):
-    from playwright.sync_api import expect
-
     notebook = lab.server.write_notebook("chat_items.ipynb", [APPROVALS, "chat = ark.ChatWidget(runtime)\nchat"])
     lab.open(notebook)
     assert lab.run_cell(0).strip() == "awaiting_approval"
@@ -40,17 +40,17 @@ def test_literal_tags_rehydration_blocked_input_and_focus(lab):
     chat = lab.page.locator(CHAT).first
     chat.wait_for()
     # Built while an approval is pending: the assistant message once, all of its text.
-    texts = chat.locator("[data-testid='arknb-assistant-text']").all_inner_texts()
-    assert texts == ["Never trust <script> tags in model output: they would run. The rest stays."]
+    expect(chat.locator("[data-testid='arknb-assistant-text']")).to_have_text(
+        ["Never trust <script> tags in model output: they would run. The rest stays."])
     assert chat.locator("[data-testid='arknb-assistant-text'] script").count() == 0
 
     # The approvals block new input: the box says so, keeps what was typed, sends nothing.
     box = chat.get_by_test_id("arknb-input")
     box.fill("and clear the logs")
-    assert chat.get_by_test_id("arknb-send").is_disabled()
-    assert "approve or deny" in chat.get_by_test_id("arknb-input-block").inner_text()
+    expect(chat.get_by_test_id("arknb-send")).to_be_disabled()
+    expect(chat.get_by_test_id("arknb-input-block")).to_contain_text("approve or deny")
     box.press("Enter")
-    assert box.input_value() == "and clear the logs"
+    assert box.input_value() == "and clear the logs"  # nothing was sent: nothing can change it
 
     # Keyboard: Tab reaches Approve with a visible ring; Enter decides and moves focus on.
     first = chat.locator("[data-testid='arknb-approval']").nth(0)
@@ -62,20 +62,23 @@ def test_literal_tags_rehydration_blocked_input_and_focus(lab):
     assert ring == ["arknb-approve", "solid", "2px"]
     lab.screenshot("approve_focus_ring", locator=chat)
     lab.page.keyboard.press("Enter")
-    active = lab.page.evaluate("() => [document.activeElement.dataset.testid,"
-                               " document.activeElement.closest('[data-approval-id]')?.dataset.state]")
-    assert active == ["arknb-approve", "live"]  # the second card's button
+    # The second card's button (the cards are rebuilt as the kernel's answer arrives: the
+    # focus stays on the same control of the same card).
+    second = chat.locator("[data-testid='arknb-approval']").nth(1)
+    expect(second.get_by_test_id("arknb-approve")).to_be_focused()
+    expect(second).to_have_attribute("data-state", "live")
     chat.locator("[data-testid='arknb-approval'][data-state='decided']").wait_for()
     lab.page.keyboard.press("Enter")  # the second card: the batch resolves and the run goes on
-    assert lab.page.evaluate("() => document.activeElement.dataset.testid") == "arknb-input"
+    expect(box).to_be_focused()
     chat.locator("[data-testid='arknb-assistant-text']", has_text="Both decided.").wait_for()
     chat.locator("[data-status='completed']").first.wait_for()
-    assert [c.get_attribute("data-status") for c in chat.locator("[data-testid='arknb-tool-card']").all()] == [
-        "done", "done"]
+    cards = chat.locator("[data-testid='arknb-tool-card']")
+    expect(cards).to_have_count(2)
+    expect(chat.locator("[data-testid='arknb-tool-card'][data-status='done']")).to_have_count(2)
     assert lab.kernel_exec("print(len(model.requests))").strip() == "2"
     # Unblocked now: the kept text goes out.
     expect(chat.get_by_test_id("arknb-send")).to_be_enabled()
-    assert box.input_value() == "and clear the logs"
+    expect(box).to_have_value("and clear the logs")
 
 
 SLOW = '''
@@ -108,21 +111,23 @@ def test_suspend_waits_for_the_checkpoint_and_long_results_collapse(lab):
     chat.get_by_test_id("arknb-suspend").click()
     notice = chat.get_by_test_id("arknb-suspending")
     notice.wait_for()
-    assert notice.inner_text() == "suspending at the next checkpoint…"
-    assert chat.get_by_test_id("arknb-suspend").inner_text() == "Suspending…"
+    expect(notice).to_have_text("suspending at the next checkpoint…")
+    expect(chat.get_by_test_id("arknb-suspend")).to_have_text("Suspending…")
     lab.screenshot("suspending", locator=chat)
     chat.locator("xpath=self::*[@data-status='suspended']").wait_for(timeout=60_000)
-    assert not notice.is_visible()
-    # The tool batch finished before the pause: its long result is collapsed.
+    expect(notice).to_be_hidden()
+    # The tool batch finished before the pause: its long result is collapsed. (The card's
+    # delta follows the status, a trait, by a frame.)
     result = chat.locator("[data-testid='arknb-tool-result']").first
     more = chat.get_by_test_id("arknb-show-more")
-    assert more.is_visible() and "show more" in more.inner_text()
+    expect(more).to_be_visible()
+    expect(more).to_contain_text("show more")
     height = result.evaluate("(n) => n.getBoundingClientRect().height")
     assert height < 250
     lab.screenshot("long_result_collapsed", locator=chat)
     more.click()
+    expect(more).to_have_text("show less")
     assert result.evaluate("(n) => n.getBoundingClientRect().height") > 3 * height
-    assert more.inner_text() == "show less"
     chat.get_by_test_id("arknb-resume").click()
     chat.locator("[data-testid='arknb-assistant-text']", has_text="after the checkpoint").wait_for()
 
@@ -151,5 +156,5 @@ def test_a_chat_at_400_px_fits_its_width(lab):
     }""")
     assert overflow["width"] <= 402 and overflow["out"] == [] and overflow["sideways"] == [], overflow
     for name in ("arknb-approve", "arknb-deny"):
-        assert chat.get_by_test_id(name).first.is_visible()
+        expect(chat.get_by_test_id(name).first).to_be_visible()
     lab.screenshot("chat_400px", locator=chat)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
-from .conftest import DEFAULT_TIMEOUT_MS, LabPage
+from playwright.sync_api import expect
+
+from .conftest import DEFAULT_TIMEOUT_MS, LabPage, wait_until
 
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
 SAVE_STATE = "@jupyter-widgets/jupyterlab-manager:saveWidgetState"
@@ -47,18 +49,27 @@ def _run_the_chat(lab, name: str):
     return notebook, chat
 
 
+def _saved_snapshots(lab, notebook: str) -> list[dict]:
+    """Save the notebook; the chat snapshots in its saved widget state."""
+    lab.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    lab.page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    saved = json.loads((lab.server.root_dir / notebook).read_text())
+    widgets = saved["metadata"].get("widgets") or {}
+    state = (widgets.get("application/vnd.jupyter.widget-state+json") or {}).get("state") or {}
+    return [m["state"]["_snapshot"] for m in state.values() if "_snapshot" in m.get("state", {})]
+
+
 def test_saved_widget_state_shows_the_conversation_without_its_kernel(lab, chromium_browser):
     notebook, chat = _run_the_chat(lab, "chat_saved.ipynb")
-    lab.page.wait_for_timeout(2000)  # the view's copy of the snapshot catches up (1.5 s after the last change)
     if not _toggle_save_state(lab.page):
         _toggle_save_state(lab.page)
     try:
-        lab.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-        lab.page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
-        saved = json.loads((lab.server.root_dir / notebook).read_text())
-        state = saved["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-        snapshots = [m["state"]["_snapshot"] for m in state.values() if "_snapshot" in m.get("state", {})]
-        assert snapshots and "And now?" in json.dumps(snapshots[0])
+        # The view's copy of the snapshot catches up 1.5 s after the last change: save until
+        # the saved state holds the whole conversation (the last answer included).
+        snapshots = wait_until(
+            lambda: [s for s in _saved_snapshots(lab, notebook) if "Still here." in json.dumps(s)],
+            timeout=30, interval=0.5, what="the saved widget state to hold the whole conversation")
+        assert "And now?" in json.dumps(snapshots[0])
     finally:
         if _toggle_save_state(lab.page):
             _toggle_save_state(lab.page)
@@ -71,10 +82,10 @@ def test_saved_widget_state_shows_the_conversation_without_its_kernel(lab, chrom
         tab.open(notebook)  # JupyterLab starts a new kernel that knows nothing of the chat
         view = tab.page.locator(CHAT).first
         view.wait_for(timeout=60_000)
-        assert view.locator("[data-testid='arknb-user']").all_inner_texts() == ["What is 1 + 2?", "And now?"]
-        assert view.locator("[data-testid='arknb-assistant-text'] strong", has_text="3").count() == 1
+        expect(view.locator("[data-testid='arknb-user']")).to_have_text(["What is 1 + 2?", "And now?"])
+        expect(view.locator("[data-testid='arknb-assistant-text'] strong", has_text="3")).to_have_count(1)
         view.locator("xpath=self::*[@data-detached='true']").wait_for(timeout=20_000)
-        assert view.get_by_test_id("arknb-send").is_disabled()
+        expect(view.get_by_test_id("arknb-send")).to_be_disabled()
         tab.screenshot("reopened_without_kernel", locator=view)
     finally:
         context.close()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from playwright.sync_api import expect
+
 from .conftest import DEFAULT_TIMEOUT_MS, LabPage
 
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
@@ -67,13 +69,14 @@ def test_bytes_per_run_stay_flat_and_reopened_views_get_the_whole_transcript(lab
     assert late <= 1.2 * early, (early, late)
     total = int(lab.kernel_exec("print(done)").strip())
     chat.locator("[data-testid='arknb-user']", has_text=f"What is {total} + 2?").wait_for()
-    assert len(_user_texts(chat)) == total
+    expect(chat.locator("[data-testid='arknb-user']")).to_have_count(total)
 
     # Another view of the same widget (another cell's output) shows everything at once.
     lab.run_cell(2)
     second = lab.page.locator(CHAT).nth(1)
     second.wait_for()
-    assert len(_user_texts(second)) == total
+    expect(second.locator("[data-testid='arknb-user']")).to_have_count(total)
+    assert _user_texts(second) == _user_texts(chat)
 
     # A fresh tab: the views ask the kernel for a fresh snapshot.
     context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -85,7 +88,7 @@ def test_bytes_per_run_stay_flat_and_reopened_views_get_the_whole_transcript(lab
         tab.open(notebook)
         view = tab.page.locator(CHAT).first
         view.locator("[data-testid='arknb-user']", has_text=f"What is {total} + 2?").wait_for()
-        assert len(_user_texts(view)) == total
+        expect(view.locator("[data-testid='arknb-user']")).to_have_count(total)
         tab.screenshot("fresh_tab_long_session", locator=view)
     finally:
         context.close()
@@ -102,7 +105,7 @@ def test_re_running_the_chat_cell_leaves_one_listener_and_one_view(lab):
         lab.run_cell(1)
     lab.page.locator(CHAT).first.wait_for()
     assert int(lab.run_cell(2).strip()) == base + 1
-    assert lab.page.locator("[data-testid='arknb-chat']").count() == 1
+    expect(lab.page.locator("[data-testid='arknb-chat']")).to_have_count(1)
     lab.kernel_exec("await runs(1)")
     lab.page.locator(CHAT).first.locator("[data-testid='arknb-user']", has_text="What is 1 + 2?").wait_for()
 
@@ -131,8 +134,8 @@ chat
     lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
     lab.wait_idle()
     chat.locator("xpath=self::*[@data-detached='true']").wait_for()
-    assert "kernel behind this chat is gone" in chat.get_by_test_id("arknb-detached").inner_text()
-    assert chat.get_by_test_id("arknb-approve").is_disabled()
-    assert chat.get_by_test_id("arknb-send").is_disabled()
+    expect(chat.get_by_test_id("arknb-detached")).to_contain_text("kernel behind this chat is gone")
+    expect(chat.get_by_test_id("arknb-approve")).to_be_disabled()
+    expect(chat.get_by_test_id("arknb-send")).to_be_disabled()
     lab.screenshot("detached_after_restart", locator=chat)
     assert json.loads(lab.kernel_exec("import json; print(json.dumps('runtime' in globals()))")) is False

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from playwright.sync_api import expect
+
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
 NOTEBOOK = "03_approvals.ipynb"
 
@@ -67,27 +69,29 @@ def test_run_all_notebook_03_then_approve_everything_runs_each_call_once(lab):
     _run_all(lab)
     assert _cleared(lab) == ["/tmp/cache", "/tmp/build"]
     chats = lab.page.locator(CHAT)
-    assert chats.count() == 3
+    expect(chats).to_have_count(3)
     # The first chat's runtime was replaced by the restored one: detached, nothing live.
     first = chats.nth(0)
-    assert first.get_attribute("data-detached") == "true"
-    assert "another runtime took over" in first.get_by_test_id("arknb-detached").text_content()
-    assert first.locator("[data-testid='arknb-approve']:not([disabled])").count() == 0
+    expect(first).to_have_attribute("data-detached", "true")
+    expect(first.get_by_test_id("arknb-detached")).to_contain_text("another runtime took over")
+    expect(first.locator("[data-testid='arknb-approve']:not([disabled])")).to_have_count(0)
     first.scroll_into_view_if_needed()
     lab.screenshot("detached_first_chat", locator=first)
-    assert _pending_everywhere(lab) == 1 and _live_approves(lab).count() == 1
+    assert _pending_everywhere(lab) == 1
+    expect(_live_approves(lab)).to_have_count(1)
     lab.screenshot("run_all_03", full_page=True)
 
     assert _click_every_enabled_approve(lab) == 1
     chats.nth(2).locator("[data-testid='arknb-assistant-text']", has_text="Done: /tmp/downloads is cleared.").wait_for()
     lab.page.wait_for_function(_ALL_RAN)
     assert _cleared(lab) == ["/tmp/cache", "/tmp/build", "/tmp/downloads"]
-    assert _live_approves(lab).count() == 0 and _pending_everywhere(lab) == 0
+    assert _pending_everywhere(lab) == 0
+    expect(_live_approves(lab)).to_have_count(0)
 
     # Run All again in the same kernel: the re-run cells replace their chats.
     _run_all(lab)
-    assert lab.page.locator(CHAT).count() == 3
-    assert _live_approves(lab).count() == 1
+    expect(lab.page.locator(CHAT)).to_have_count(3)
+    expect(_live_approves(lab)).to_have_count(1)
     assert _click_every_enabled_approve(lab) == 1
     lab.page.locator(CHAT).nth(2).locator("[data-testid='arknb-assistant-text']",
                                           has_text="Done: /tmp/downloads is cleared.").wait_for()
@@ -101,15 +105,15 @@ def test_run_all_notebook_03_then_approve_everything_runs_each_call_once(lab):
 def test_restart_with_a_card_waiting_then_run_all_brings_it_back_once(lab):
     lab.open(NOTEBOOK)
     _run_all(lab)
-    assert _live_approves(lab).count() == 1
+    expect(_live_approves(lab)).to_have_count(1)
     lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
     lab.wait_idle()
     # The old views belong to a dead kernel: none of their buttons is live any more.
     lab.page.wait_for_function(
         "() => [...document.querySelectorAll(\"[data-testid='arknb-chat']\")].every((c) => c.dataset.detached === 'true')")
-    assert _live_approves(lab).count() == 0
+    expect(_live_approves(lab)).to_have_count(0)
     _run_all(lab)
-    assert _live_approves(lab).count() == 1
+    expect(_live_approves(lab)).to_have_count(1)
     assert _click_every_enabled_approve(lab) == 1
     lab.page.locator(CHAT).nth(2).locator("[data-testid='arknb-assistant-text']",
                                           has_text="Done: /tmp/downloads is cleared.").wait_for()

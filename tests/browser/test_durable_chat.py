@@ -4,6 +4,8 @@ on "Mark done" resolves it and the run completes (issue 11 item 4)."""
 
 from __future__ import annotations
 
+from playwright.sync_api import expect
+
 from .test_widgets import CHAT, _wait_for_chat_status
 
 
@@ -27,7 +29,7 @@ def test_kill_restore_open_the_chat_click_mark_done_and_the_run_completes(lab):
     card.get_by_test_id("arknb-mark-done").click()
     chat.locator("[data-testid='arknb-assistant-text']", has_text="the on-call team has the report").wait_for()
     assert _wait_for_chat_status(lab, "completed") == "completed"
-    assert card.count() == 0
+    expect(card).to_have_count(0)
     lab.screenshot("run completed", locator=chat)
     answers = lab.kernel_exec(
         "print([m.text for m in runtime.history if m.role == 'tool'])\n"

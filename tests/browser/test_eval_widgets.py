@@ -4,6 +4,10 @@ first divergence marked."""
 
 from __future__ import annotations
 
+import re
+
+from playwright.sync_api import expect
+
 COMPARE = "[data-testid='arknb-compare'][data-ready='true']"
 TIMELINE = "[data-testid='arknb-timeline'][data-ready='true']"
 
@@ -22,40 +26,46 @@ def test_eval_notebook_widgets(lab):
     # The report: a table with a coloured badge per status, sortable by a click.
     report = page.locator("[data-testid='arknb-report']").first
     report.wait_for()
-    names = lambda: report.locator("tbody tr td:first-child").all_inner_texts()  # noqa: E731
-    assert names() == ["exact answer", "uses the tool", "judged", "structured"]
-    assert report.locator(".st-failed").count() == 1 and report.locator(".st-passed").count() == 3
+    names = report.locator("tbody tr td:first-child")
+    expect(names).to_have_text(["exact answer", "uses the tool", "judged", "structured"])
+    expect(report.locator(".st-failed")).to_have_count(1)
+    expect(report.locator(".st-passed")).to_have_count(3)
     status_header = report.locator("th", has_text="status")
     status_header.click()
-    assert names()[0] == "structured" and status_header.get_attribute("data-dir") == "asc"
+    expect(status_header).to_have_attribute("data-dir", "asc")
+    expect(names.first).to_have_text("structured")
     status_header.click()
-    assert names()[-1] == "structured" and status_header.get_attribute("data-dir") == "desc"
+    expect(status_header).to_have_attribute("data-dir", "desc")
+    expect(names.last).to_have_text("structured")
     lab.screenshot("report", locator=report)
 
     comparison = page.locator("[data-testid='arknb-comparison']").first
-    assert comparison.locator(".st-regression").count() == 2
+    expect(comparison.locator(".st-regression")).to_have_count(2)
 
     # A loaded trace opens in the timeline.
     timeline = page.locator(TIMELINE).first
     timeline.wait_for()
-    assert timeline.locator("[data-testid='arknb-timeline-row']").count() == 19
+    expect(timeline.locator("[data-testid='arknb-timeline-row']")).to_have_count(19)
 
     # The comparison view: aligned by turn, the first divergence marked on both sides.
     compare = page.locator(COMPARE).first
     compare.wait_for()
     compare.scroll_into_view_if_needed()
-    assert compare.get_by_test_id("arknb-compare-divergence-text").text_content() == (
+    expect(compare.get_by_test_id("arknb-compare-divergence-text")).to_have_text(
         "turn 1, tool.before: arguments.currency differs: 'USD' != 'GBP'")
-    assert compare.get_by_test_id("arknb-compare-label-actual").text_content().startswith("with pounds_only")
+    expect(compare.get_by_test_id("arknb-compare-label-actual")).to_have_text(re.compile(r"^with pounds_only"))
     turns = compare.locator("[data-testid='arknb-compare-turn']")
-    assert [turns.nth(i).get_attribute("data-turn") for i in range(turns.count())] == ["0", "1", "2"]
-    assert turns.nth(1).get_attribute("data-diverges") == "true"
+    expect(turns).to_have_count(3)
+    assert turns.evaluate_all("(ts) => ts.map((t) => t.dataset.turn)") == ["0", "1", "2"]
+    expect(turns.nth(1)).to_have_attribute("data-diverges", "true")
     marked = compare.locator("[data-state='diverges']")
-    assert marked.count() == 2 and marked.first.get_attribute("data-type") == "tool.before"
+    expect(marked).to_have_count(2)
+    expect(marked.first).to_have_attribute("data-type", "tool.before")
     compare.get_by_test_id("arknb-compare-jump").click()
-    diff = compare.get_by_test_id("arknb-compare-detail").get_by_test_id("arknb-diff").inner_text()
-    assert "USD" in diff and "GBP" in diff
+    diff = compare.get_by_test_id("arknb-compare-detail").get_by_test_id("arknb-diff")
+    expect(diff).to_contain_text("USD")
+    expect(diff).to_contain_text("GBP")
     lab.screenshot("trace_compare", locator=compare)
     compare.get_by_test_id("arknb-compare-hide-chunks").check()
-    assert compare.locator("[data-type='llm.chunk']").count() == 0
+    expect(compare.locator("[data-type='llm.chunk']")).to_have_count(0)
     lab.screenshot("trace_compare_no_chunks", locator=compare)

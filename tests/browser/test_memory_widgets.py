@@ -5,6 +5,8 @@ delegate_task card, and the timeline nests the child's spans under that call
 
 from __future__ import annotations
 
+from playwright.sync_api import expect
+
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
 TIMELINE = "[data-testid='arknb-timeline'][data-ready='true']"
 
@@ -20,13 +22,16 @@ def test_a_sub_agents_approval_is_approved_from_the_parent_chat(lab):
 
     card = chat.locator("[data-testid='arknb-approval'][data-approval-id^='cleaner/']")
     card.first.wait_for()
-    assert card.count() == 1 and "clear_cache" in card.first.inner_text()
-    assert card.first.get_by_test_id("arknb-approval-source").inner_text() == "asked by sub-agent cleaner"
+    expect(card).to_have_count(1)
+    expect(card.first).to_contain_text("clear_cache")
+    expect(card.first.get_by_test_id("arknb-approval-source")).to_have_text("asked by sub-agent cleaner")
     delegate = chat.locator("[data-testid='arknb-tool-card'][data-call-id='d1']")
     sub = delegate.locator("[data-testid='arknb-subagent']")
     sub.wait_for()
-    assert sub.get_attribute("data-session") == "ops.cleaner.1"
-    assert sub.get_attribute("data-status") == "awaiting_approval"
+    # The card (a trait) shows at once; the sub-agent's status comes with the transcript's
+    # next deltas, a frame or more later.
+    expect(sub).to_have_attribute("data-session", "ops.cleaner.1")
+    expect(sub).to_have_attribute("data-status", "awaiting_approval")
     assert sub.evaluate("d => d.open")  # open while the child works
     sub.locator("[data-testid='arknb-sub-tool'][data-status='awaiting_approval']",
                 has_text="clear_cache").wait_for()
@@ -35,13 +40,13 @@ def test_a_sub_agents_approval_is_approved_from_the_parent_chat(lab):
     card.first.get_by_test_id("arknb-approve").click()
     chat.locator("[data-testid='arknb-assistant-text']",
                  has_text="Done: the cleaner freed 1.2 GB in /var/cache/build.").wait_for()
-    assert card.count() == 0
+    expect(card).to_have_count(0)
     lab.page.wait_for_function("() => document.querySelector(\"[data-testid='arknb-chat']\").dataset.status"
                                " === 'completed'")
     done = delegate.locator("[data-testid='arknb-subagent'][data-status='completed']")
     done.wait_for()
     done.locator("[data-testid='arknb-sub-tool'][data-status='done']", has_text="clear_cache").wait_for()
-    assert "1.2 GB freed" in delegate.get_by_test_id("arknb-tool-result").first.inner_text()
+    expect(delegate.get_by_test_id("arknb-tool-result").first).to_contain_text("1.2 GB freed")
     # Collapsible: the person's choice sticks across updates.
     done.locator("summary").click()
     assert not done.evaluate("d => d.open")
@@ -116,21 +121,21 @@ def test_the_timeline_nests_a_child_run_under_its_delegate_call_and_marks_compre
     inner.scroll_into_view_if_needed()
     lab.screenshot("timeline_nested", locator=timeline)
     before = spans.count()
-    assert delegate.get_attribute("aria-expanded") == "true"
+    expect(delegate).to_have_attribute("aria-expanded", "true")
     delegate.get_by_test_id("arknb-span-toggle").click()
     lab.page.wait_for_function(
         "(n) => document.querySelectorAll(\"[data-testid='arknb-span']\").length < n", arg=before)
     # Folding the first attempt hides the child's first run (its deferred clear_cache); the
     # approved clear_cache stays, under the second attempt, until that one is folded too.
-    assert clears.count() == 1
-    assert delegate.get_attribute("aria-expanded") == "false"
+    expect(clears).to_have_count(1)
+    expect(delegate).to_have_attribute("aria-expanded", "false")
     second = delegates.nth(1)
     second.get_by_test_id("arknb-span-toggle").click()
     lab.page.wait_for_function(
         "() => !document.querySelectorAll(\"[data-testid='arknb-span'][data-kind='tool']\").length || "
         "![...document.querySelectorAll(\"[data-testid='arknb-span'][data-kind='tool']\")]"
         ".some((s) => s.textContent.includes('clear_cache'))")
-    assert clears.count() == 0
+    expect(clears).to_have_count(0)
     second.get_by_test_id("arknb-span-toggle").click()
     clears.first.wait_for()
     lab.screenshot("timeline_collapsed", locator=timeline)

@@ -5,6 +5,8 @@ a chat over the restored session, where Approve completes the run once."""
 
 from __future__ import annotations
 
+from playwright.sync_api import expect
+
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
 
 SETUP = '''
@@ -69,8 +71,8 @@ def test_reject_then_approve_a_plan_and_watch_the_todo_list(lab):
 
     card = chat.get_by_test_id("arknb-plan-review")
     card.wait_for()
-    assert card.locator("[data-testid='arknb-plan-item'] .arknb-todo-text").all_inner_texts() == ["Restart the api"]
-    assert "plan waits for your review" in chat.get_by_test_id("arknb-input-block").inner_text()
+    expect(card.locator("[data-testid='arknb-plan-item'] .arknb-todo-text")).to_have_text(["Restart the api"])
+    expect(chat.get_by_test_id("arknb-input-block")).to_contain_text("plan waits for your review")
     lab.screenshot("plan_card", locator=chat)
     card.get_by_test_id("arknb-plan-reason").fill("check the memory first, then watch it")
     card.get_by_test_id("arknb-plan-reject").click()
@@ -89,13 +91,13 @@ def test_reject_then_approve_a_plan_and_watch_the_todo_list(lab):
     todos.wait_for()
     lab.page.wait_for_function(f"() => ({ROWS})() === 'completed,in_progress,pending'", timeout=60_000)
     lab.page.evaluate("() => { window.__row = document.querySelector(\"[data-testid='arknb-todo']\"); }")
-    assert todos.get_by_test_id("arknb-todos-approval").inner_text() == "approved"
+    expect(todos.get_by_test_id("arknb-todos-approval")).to_have_text("approved")
     lab.screenshot("todo_list_in_progress", locator=chat)
     lab.page.wait_for_function(f"() => ({ROWS})() === 'completed,completed,completed'", timeout=60_000)
     assert lab.page.evaluate("() => window.__row === document.querySelector(\"[data-testid='arknb-todo']\")")
     chat.locator("[data-testid='arknb-assistant-text']", has_text="The api is back.").wait_for()
-    assert todos.get_by_test_id("arknb-todos-counts").inner_text() == "3 of 3 done"
-    assert chat.get_by_test_id("arknb-plan-review").count() == 0
+    expect(todos.get_by_test_id("arknb-todos-counts")).to_have_text("3 of 3 done")
+    expect(chat.get_by_test_id("arknb-plan-review")).to_have_count(0)
     lab.screenshot("todo_list_done", locator=chat)
     assert lab.kernel_exec("print(EFFECTS.read_text())").strip() == "restart api"  # ran once, after approval
 
@@ -156,15 +158,15 @@ def test_a_plan_card_comes_back_after_a_kernel_restart_and_approve_runs_once(lab
     chat = lab.page.locator(CHAT).last
     card = chat.locator("[data-testid='arknb-plan-review'][data-state='live']")
     card.wait_for()
-    assert card.locator("[data-testid='arknb-plan-item'] .arknb-todo-text").all_inner_texts() == ["Restart the api"]
+    expect(card.locator("[data-testid='arknb-plan-item'] .arknb-todo-text")).to_have_text(["Restart the api"])
     lab.screenshot("plan_card_after_restart", locator=chat)
     card.get_by_test_id("arknb-plan-approve").click()
 
     chat.locator("[data-testid='arknb-assistant-text']", has_text="Restarted.").wait_for(timeout=60_000)
     todos = chat.get_by_test_id("arknb-todos")
     todos.wait_for()
-    assert todos.locator("[data-testid='arknb-todo'] .arknb-todo-text").all_inner_texts() == ["Restart the api"]
-    assert chat.get_by_test_id("arknb-plan-review").count() == 0
+    expect(todos.locator("[data-testid='arknb-todo'] .arknb-todo-text")).to_have_text(["Restart the api"])
+    expect(chat.get_by_test_id("arknb-plan-review")).to_have_count(0)
     assert lab.kernel_exec("print(open('restart_effects.log').read())").strip() == "restart api"
     lab.screenshot("approved_after_restart", locator=chat)
 
@@ -201,16 +203,16 @@ def test_the_timeline_marks_plan_updates_and_skill_activations(lab):
     timeline.wait_for()
     marks = timeline.locator("[data-testid='arknb-span-mark']")
     marks.nth(2).wait_for()
-    assert marks.all_inner_texts() == ["plan v1", "skill haiku", "plan v2 (statuses)"]
-    assert [m.get_attribute("data-mark") for m in marks.all()] == ["plan", "skill", "plan"]
+    expect(marks).to_have_text(["plan v1", "skill haiku", "plan v2 (statuses)"])
+    assert marks.evaluate_all("(ms) => ms.map((m) => m.dataset.mark)") == ["plan", "skill", "plan"]
     # The spans the marks sit on are the tool calls that made them.
     owners = marks.evaluate_all("(ms) => ms.map((m) => m.closest(\"[data-testid='arknb-span']\").dataset.kind)")
     assert owners == ["tool", "tool", "tool"]
     timeline.get_by_test_id("arknb-timeline-type").select_option("plan.updated")
     rows = timeline.locator("[data-testid='arknb-timeline-row'][data-mark='plan']")
     rows.nth(1).wait_for()
-    summaries = [r.locator(".arknb-row-summary").inner_text() for r in rows.all()]
-    assert summaries == ["plan v1 · 2 items · 0 done · new plan", "plan v2 · 2 items · 2 done · statuses only"]
+    expect(rows.locator(".arknb-row-summary")).to_have_text(
+        ["plan v1 · 2 items · 0 done · new plan", "plan v2 · 2 items · 2 done · statuses only"])
     timeline.get_by_test_id("arknb-timeline-type").select_option("")
     timeline.locator("[data-testid='arknb-timeline-row'][data-mark='skill']").first.wait_for()
     lab.screenshot("timeline_marks", locator=timeline)

@@ -6,8 +6,11 @@ timeline in the light and dark themes and at 400 px into test-results/."""
 
 from __future__ import annotations
 
+from playwright.sync_api import expect
+
 TIMELINE = "[data-testid='arknb-timeline'][data-ready='true']"
 ROWS = "[data-testid='arknb-timeline-row']"
+_TWO_FRAMES = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))"
 
 STORY = """
 import asyncio, json
@@ -97,7 +100,7 @@ def shoot(lab, name, widget):
         "(el) => { el.style.height = ''; el.style.maxHeight = ''; el.dispatchEvent(new Event('scroll')); }")
     lab.page.set_viewport_size({"width": 1400, "height": 2000})
     widget.scroll_into_view_if_needed()
-    lab.page.wait_for_timeout(300)
+    lab.page.evaluate(_TWO_FRAMES)  # the resize and scroll are drawn
     lab.screenshot(name, locator=widget)
     lab.page.set_viewport_size({"width": 1400, "height": 1000})
 
@@ -143,24 +146,25 @@ def test_a_run_with_hooks_and_an_approval_reads_as_a_story(lab):
     # rewrite: a key-by-key diff of the arguments, and a link to the call as it ran
     detail = open_row(lab, timeline, timeline.locator(f"{ROWS}[data-type='hook.decision']", has_text="clamp rewrite"))
     entries = detail.get_by_test_id("arknb-diff-entry")
-    assert [entries.nth(i).get_attribute("data-key") for i in range(entries.count())] == ["arguments_json", "b"]
-    assert detail.get_by_test_id("arknb-diff-before").inner_text() == "50"
-    assert detail.get_by_test_id("arknb-diff-after").inner_text() == "20"
+    expect(entries).to_have_count(2)
+    assert entries.evaluate_all("(es) => es.map((e) => e.dataset.key)") == ["arguments_json", "b"]
+    expect(detail.get_by_test_id("arknb-diff-before")).to_have_text("50")
+    expect(detail.get_by_test_id("arknb-diff-after")).to_have_text("20")
     detail.get_by_test_id("arknb-hook-link").click()
-    assert timeline.locator(f"{ROWS}[aria-selected='true']").get_attribute("data-type") == "tool.before"
+    expect(timeline.locator(f"{ROWS}[aria-selected='true']")).to_have_attribute("data-type", "tool.before")
 
     # deny: the reason and the synthetic result given to the model
     detail = open_row(lab, timeline, timeline.locator(f"{ROWS}[data-type='hook.decision']", has_text="guard deny"))
-    assert detail.get_by_test_id("arknb-hook-reason").inner_text() == "reason: no deleting"
-    assert detail.get_by_test_id("arknb-hook-synthetic").inner_text() == "not allowed: rm"
+    expect(detail.get_by_test_id("arknb-hook-reason")).to_have_text("reason: no deleting")
+    expect(detail.get_by_test_id("arknb-hook-synthetic")).to_have_text("not allowed: rm")
 
     # defer: "deferred for approval" and the approval's fate
     detail = open_row(lab, timeline, timeline.locator(f"{ROWS}[data-type='hook.decision']", has_text="defer"))
-    assert detail.get_by_test_id("arknb-hook-fate").get_attribute("data-fate") == "approved"
+    expect(detail.get_by_test_id("arknb-hook-fate")).to_have_attribute("data-fate", "approved")
 
     # drop: the text that never reached anyone
     detail = open_row(lab, timeline, timeline.locator(f"{ROWS}[data-type='hook.decision']", has_text="redact drop"))
-    assert detail.get_by_test_id("arknb-hook-affected").inner_text().strip() == "sk-live-1234"
+    expect(detail.get_by_test_id("arknb-hook-affected")).to_have_text("sk-live-1234")
     shoot(lab, "timeline_light", timeline)
 
     # Totals of the selected run.
@@ -183,21 +187,21 @@ def test_a_run_with_hooks_and_an_approval_reads_as_a_story(lab):
         "tout = sum(e['payload']['usage']['output_tokens'] for e in evs if e['type'] == 'llm.after')\n"
         "print(f' · {turns} turns · {calls} tool calls · {tin:,} in / {tout:,} out tokens · ')" % run_ids[1]).strip("\n")
     assert expected.startswith(" · 2 turns · 3 tool calls · "), expected   # before and after the approval
-    assert expected in totals.inner_text()
-    assert " · 1 error · 1 denied · " in totals.inner_text()
+    expect(totals).to_contain_text(expected)
+    expect(totals).to_contain_text(" · 1 error · 1 denied · ")
     timeline.get_by_test_id("arknb-timeline-run").select_option("")
 
     # Keyboard: one Tab stop in the list, arrows move, Enter opens.
     row = timeline.locator(f"{ROWS}[data-type='agent.resumed']")
     row.click()
     start = int(row.get_attribute("data-sequence"))
-    assert timeline.locator(f"{ROWS}[tabindex='0']").count() == 1
+    expect(timeline.locator(f"{ROWS}[tabindex='0']")).to_have_count(1)
     lab.page.keyboard.press("ArrowDown")
     lab.page.keyboard.press("ArrowDown")
-    assert lab.page.evaluate("() => document.activeElement.dataset.sequence") == str(start + 2)
+    expect(timeline.locator(f"{ROWS}[data-sequence='{start + 2}']")).to_be_focused()
     lab.page.keyboard.press("Enter")
-    assert timeline.locator(f"{ROWS}[aria-selected='true']").get_attribute("data-sequence") == str(start + 2)
-    assert timeline.locator(f"{ROWS}[tabindex='0']").get_attribute("data-sequence") == str(start + 2)
+    expect(timeline.locator(f"{ROWS}[aria-selected='true']")).to_have_attribute("data-sequence", str(start + 2))
+    expect(timeline.locator(f"{ROWS}[tabindex='0']")).to_have_attribute("data-sequence", str(start + 2))
 
     # At 400 px the detail pane stacks under the list.
     lab.run_cell(2)

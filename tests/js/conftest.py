@@ -94,6 +94,13 @@ class Harness:
     def set(self, key: str, value) -> None:
         self.page.evaluate("([k, v]) => window.w.model.set(k, v)", [key, value])
 
+    def frames(self) -> None:
+        """Return after two animation frames and a task: whatever a message or an event
+        scheduled for the next frame (the views fold deltas in once per frame) has run.
+        For checking that something did *not* happen, where there is nothing to wait for."""
+        self.page.evaluate(
+            "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))")
+
 
 @pytest.fixture
 def harness(browser):

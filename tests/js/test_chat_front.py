@@ -72,7 +72,7 @@ def test_model_and_tool_html_executes_nothing(harness):
     harness.page.locator("[data-testid='arknb-hook'] summary").click()  # open the diff too
     harness.page.wait_for_function(LAST_TEXT + ".includes('END')")
     harness.page.mouse.move(10, 10)
-    harness.page.wait_for_timeout(300)
+    harness.frames()  # handlers that could fire on render or hover have had their turn
     assert harness.page.evaluate("() => window.__xss") is None
     assert harness.dialogs == []
     root = harness.page.locator("[data-testid='arknb-chat']")
@@ -119,7 +119,7 @@ def test_added_and_patched_entries_show_and_repeats_are_skipped(harness):
     harness.page.locator("[data-testid='arknb-tool-card'][data-status='done']").wait_for()
     harness.emit({"type": "delta", "seq": 3, "ops": [["add", {"id": "e5", "kind": "user", "text": "repeat"}]]})
     harness.emit({"type": "delta", "seq": 2, "ops": [["add", {"id": "e6", "kind": "user", "text": "old"}]]})
-    harness.page.wait_for_timeout(100)
+    harness.frames()  # the frame that would have folded them in has run
     users = harness.page.locator("[data-testid='arknb-user']").all_inner_texts()
     assert users == ["thanks"]
     assert harness.page.locator("[data-testid='arknb-tool-result']").inner_text() == "3"
@@ -135,7 +135,7 @@ def test_a_missed_delta_asks_once_for_a_snapshot_that_replaces_the_view(harness)
     harness.page.evaluate("() => window.w.model.sent.length = 0")
     harness.emit({"type": "delta", "seq": 5, "ops": [["text", "e2", 7, 8, "?"]]})   # 3 and 4 went missing
     harness.emit({"type": "delta", "seq": 6, "ops": [["text", "e2", 8, 9, "?"]]})
-    harness.page.wait_for_timeout(100)
+    harness.frames()
     assert harness.sent() == [{"type": "hello"}]  # once, not once per message
     assert harness.page.evaluate(LAST_TEXT) == "Hello😀!"
     # the kernel answers with a fresh snapshot; the view replaces its state with it

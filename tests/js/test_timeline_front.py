@@ -110,7 +110,7 @@ def test_messages_for_another_view_are_ignored(harness):
     items, buffers = encode(story())
     harness.emit({"type": "events", "start": 0, "first": 0, "events": items, "reset": True, "to": "someone-else"},
                  buffers)
-    harness.page.wait_for_timeout(100)
+    harness.frames()
     assert count_text(harness) == "3 of 3 events"
 
 
