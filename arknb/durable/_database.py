@@ -4,7 +4,7 @@ Every durable table of arknb lives in one SQLite file. The ``store_meta`` table 
 the layout version (key ``layout_version``). :data:`LAYOUT_STEPS` lists, per version,
 the statements that lift a database from the version before: a new file runs them
 all, an older file runs only the missing ones (seed 004's operation tables arrived as
-step 2), and a file from a newer arknb is refused (``store_version_unsupported``)
+step 2, session incarnations as step 3), and a file from a newer arknb is refused (``store_version_unsupported``)
 before anything is written to it.
 """
 
@@ -96,6 +96,21 @@ LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
             generation INTEGER NOT NULL,     -- bumped by every change of owner
             expires_at REAL NOT NULL
         ) WITHOUT ROWID""",
+    ),
+    # 3: a session row's incarnation, a random token that is new when the row is created
+    # and whenever anything writes the session's message or usage rows (the triggers; a
+    # save by arknb puts its own token back in the same transaction), so a process that
+    # knows a session's rows (_known_rows.py) never takes a re-created or hand-edited
+    # session for the one it knew.
+    (
+        "ALTER TABLE sessions ADD COLUMN incarnation TEXT",
+        "UPDATE sessions SET incarnation = lower(hex(randomblob(16)))",
+        *(f"""CREATE TRIGGER {table}_{op.lower()} AFTER {op} ON {table} BEGIN
+                UPDATE sessions SET incarnation = lower(hex(randomblob(16))) WHERE session_id IN ({rows});
+            END"""
+          for table in ("messages", "usages")
+          for op, rows in (("INSERT", "NEW.session_id"), ("UPDATE", "OLD.session_id, NEW.session_id"),
+                           ("DELETE", "OLD.session_id"))),
     ),
 )
 """``LAYOUT_STEPS[n]`` lifts a database from layout version ``n`` to ``n + 1``."""

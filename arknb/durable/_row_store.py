@@ -19,6 +19,7 @@ from arknb.events import AgentEvent
 from arknb.state import AgentState, validate_session_id
 
 from . import _sql
+from ._known_rows import LocationRows
 from .operation import Operation
 from .store import DEFAULT_LEASE_TTL, Commit, Lease
 
@@ -32,7 +33,7 @@ class RowStore:
 
     lease_ttl: float = DEFAULT_LEASE_TTL
     _where: str
-    _written: dict[str, _sql.Written]
+    _written: LocationRows  # what this process knows of the database's rows
     commits: int
     synced_commits: int
 
