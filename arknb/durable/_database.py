@@ -196,8 +196,10 @@ def is_damaged(exc: sqlite3.Error) -> bool:
 
 def _layout_version(conn: sqlite3.Connection, path: Path) -> int:
     """The layout version of the open database; 0 for an empty one."""
+    # sqlite_*: SQLite's own; arknb_*: tables other parts of arknb keep in the same file
+    # (EpisodicMemory's arknb_episodes), which may be there before the store's first write.
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-              if not name.startswith("sqlite_")}
+              if not name.startswith(("sqlite_", "arknb_"))}
     if "store_meta" not in tables:
         if tables:
             raise _not_ours(path, f"it holds other tables ({', '.join(sorted(tables)[:5])}) and no "

@@ -203,6 +203,23 @@ async def test_the_runtimes_sqlite_store_keeps_the_episodes_next_to_its_sessions
         await store.aclose()
 
 
+async def test_episodes_read_before_the_stores_first_save_leave_the_file_usable(tmp_path) -> None:
+    # retrieve() on a new file creates the episodes table before the store ever wrote:
+    # the store must still take the file as its own (tables named arknb_* are arknb's).
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    try:
+        memory = ark.EpisodicMemory(store)
+        assert await memory.retrieve("deploy key") == []
+        runtime = ark.AgentRuntime(ScriptedModel(["It rotates on Mondays."]), storage=store,
+                                   session_id="ops", memory=memory)
+        result = await runtime.run("When does the deploy key rotate?")
+        await runtime.aclose()
+        assert result.stop_reason == "completed"
+        assert [e.session_id for e in await memory.episodes()] == ["ops"]
+    finally:
+        await store.aclose()
+
+
 def test_a_file_store_keeps_the_episodes_in_its_folder_and_other_stores_are_refused(tmp_path) -> None:
     memory = ark.EpisodicMemory(ark.FileStateStorage(tmp_path))
     assert isinstance(memory.store, JsonlEpisodeStore) and memory.store.path.parent == tmp_path
