@@ -105,6 +105,10 @@ LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
     (
         "ALTER TABLE sessions ADD COLUMN incarnation TEXT",
         "UPDATE sessions SET incarnation = lower(hex(randomblob(16)))",
+        # EpisodicMemory(store)'s rows (_episode_rows.py); the same table as a
+        # SQLiteEpisodeStore's, which may have made it already.
+        """CREATE TABLE IF NOT EXISTS arknb_episodes (position INTEGER PRIMARY KEY AUTOINCREMENT,
+            episode_id TEXT UNIQUE NOT NULL, document TEXT NOT NULL)""",
         *(f"""CREATE TRIGGER {table}_{op.lower()} AFTER {op} ON {table} BEGIN
                 UPDATE sessions SET incarnation = lower(hex(randomblob(16))) WHERE session_id IN ({rows});
             END"""

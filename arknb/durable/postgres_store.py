@@ -65,7 +65,8 @@ PG_LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
             expires_at DOUBLE PRECISION NOT NULL)""",
     ),
     # 2: SQLite's layout 3: a session row's incarnation, new when the row is created and
-    # whenever anything writes the session's message or usage rows (see _known_rows.py).
+    # whenever anything writes the session's message or usage rows (see _known_rows.py),
+    # and the episodes table.
     (
         "ALTER TABLE sessions ADD COLUMN incarnation TEXT",
         "UPDATE sessions SET incarnation = md5(random()::text || clock_timestamp()::text || session_id)",
@@ -78,6 +79,9 @@ PG_LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
             END $$""",
         *(f"CREATE TRIGGER {table}_changed AFTER INSERT OR UPDATE OR DELETE ON {table} "
           "FOR EACH ROW EXECUTE FUNCTION arknb_rows_changed()" for table in ("messages", "usages")),
+        # EpisodicMemory(store)'s rows (_episode_rows.py).
+        """CREATE TABLE IF NOT EXISTS arknb_episodes (position BIGSERIAL PRIMARY KEY,
+            episode_id TEXT UNIQUE NOT NULL, document TEXT NOT NULL)""",
     ),
 )
 """``PG_LAYOUT_STEPS[n]`` lifts a database from layout version ``n`` to ``n + 1``."""

@@ -11,7 +11,7 @@ import pytest
 import arknb as ark
 from arknb import EventTypes, ScriptedModel, ScriptedTurn, ToolCall
 from arknb.memory import (
-    RETRIEVE_MEMORY, Episode, JsonlEpisodeStore, MemoryEpisodeStore, SQLiteEpisodeStore,
+    RETRIEVE_MEMORY, DurableEpisodeStore, Episode, JsonlEpisodeStore, MemoryEpisodeStore, SQLiteEpisodeStore,
 )
 
 from ..runtime._events_kit import of, record
@@ -188,7 +188,7 @@ async def test_the_runtimes_sqlite_store_keeps_the_episodes_next_to_its_sessions
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
     try:
         memory = ark.EpisodicMemory(store)
-        assert isinstance(memory.store, SQLiteEpisodeStore)
+        assert isinstance(memory.store, DurableEpisodeStore)
         runtime = ark.AgentRuntime(ScriptedModel(["The deploy key rotates on Mondays."]), storage=store,
                                    session_id="ops", memory=memory)
         await runtime.run("When does the deploy key rotate?")
