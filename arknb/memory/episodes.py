@@ -235,14 +235,7 @@ class SQLiteEpisodeStore:
         except sqlite3.Error as exc:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_LOAD_FAILED,
                            f"could not read episodes from {self.path}: {exc}", Retryability.CONDITIONAL) from None
-        found = []
-        for position, document in rows:
-            try:
-                found.append(Episode.model_validate_json(document))
-            except ValidationError:
-                raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
-                               f"{self.path}: episode row {position} is not an episode") from None
-        return found
+        return _episodes_of(rows, str(self.path))
 
     def __repr__(self) -> str:
         return f"SQLiteEpisodeStore({str(self.path)!r})"
@@ -260,14 +253,19 @@ class DurableEpisodeStore:
         await self._rows.add(episode.episode_id, episode.model_dump_json())
 
     async def episodes(self, start: int = 0) -> list[Episode]:
-        found = []
-        for position, document in await self._rows.documents(start):
-            try:
-                found.append(Episode.model_validate_json(document))
-            except ValidationError:
-                raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
-                               f"{self._rows!r}: episode row {position} is not an episode") from None
-        return found
+        return _episodes_of(await self._rows.documents(start), repr(self._rows))
 
     def __repr__(self) -> str:
         return f"DurableEpisodeStore({self._rows!r})"
+
+
+def _episodes_of(rows: list[tuple[int, str]], where: str) -> list[Episode]:
+    """The episodes of ``(position, document)`` rows, each validated."""
+    found = []
+    for position, document in rows:
+        try:
+            found.append(Episode.model_validate_json(document))
+        except ValidationError:
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                           f"{where}: episode row {position} is not an episode") from None
+    return found
