@@ -262,11 +262,16 @@ class DurableInvocations(ToolOperations):
         An operation is committed several times as it moves through its phases, and most
         of its values are carried over unchanged (the same objects): a value checked
         before, with the secrets known now, is not checked again."""
+        count = self.scope.secrets_known
+        known = count() if count is not None else -1
+        if known == 0:
+            return operation  # no secret to find (what a call returns is never scanned for shapes)
         redact, where = self.scope.redact, f"operation {operation.purpose_key}"
-        known = self.scope.secrets_known()
-        checked = self._checked.get(operation.operation_id)
+        checked = self._checked.get(operation.operation_id) if known > 0 else None
         if checked is None or checked[0] != known:
-            checked = self._checked[operation.operation_id] = (known, {})
+            checked = (known, {})
+            if known > 0:
+                self._checked[operation.operation_id] = checked
         seen = checked[1]
         changes = {}
         for field in _REDACTED_FIELDS:
@@ -282,7 +287,7 @@ class DurableInvocations(ToolOperations):
             if clean is not value:
                 changes[field] = clean
         if operation.completed:
-            del self._checked[operation.operation_id]  # a completed operation never changes again
+            self._checked.pop(operation.operation_id, None)  # a completed operation never changes again
         return operation.copy_with(changes) if changes else operation
 
     async def _commit_operations(self, operations: tuple[Operation, ...], sync: bool) -> None:

@@ -58,8 +58,9 @@ class SessionScope:
     storage: Any
     is_idempotent: Callable[[str], bool]   # tool name -> declared @tool(idempotent=True)
     redact: Callable[[Any, str], Any] = lambda value, where: value  # (value, where) -> value without secrets
-    # Grows whenever ``redact`` learns a secret: a value it found clean before is checked again.
-    secrets_known: Callable[[], int] = lambda: 0
+    # How many secrets ``redact`` knows (0: it has nothing to find); it only grows, and a
+    # value found clean before is checked again when it did. None: not known, check all.
+    secrets_known: Callable[[], int] | None = None
 
 
 class DirectInvocations:
