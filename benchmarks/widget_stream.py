@@ -11,6 +11,7 @@ notebook of subject (d) with both widgets; messages are counted over both comms)
    run actually reached and the messages/s that left the kernel during the stream.
 2. **Flat out**: the same chunks with no pacing. Reports the kernel-side CPU per chunk,
    with and without the widget; the difference is what the widget costs per chunk.
+   The variants run interleaved, rep by rep, each after ``gc.collect()``.
 
 3. **Session growth** (issue 15): one session of ``--runs`` runs (each a question, a
    tool call and an answer) with a ``ChatWidget`` attached; the bytes that left the
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import statistics
 import sys
@@ -150,14 +152,21 @@ async def measure(args) -> dict:
 
     traffic = install()
     out: dict = {}
+    variants = (False, True, BOTH)
     for mode, rate in (("paced", float(args.rate)), ("flat", None)):
-        for widget in (False, True, BOTH):
+        for widget in variants:
             await one_run(ark, ChatWidget, traffic, min(args.chunks, 500), rate, widget)  # warm-up
-            runs = [await one_run(ark, ChatWidget, traffic, args.chunks, rate, widget)
-                    for _ in range(args.reps)]
+        # Interleaved rep by rep, each after a collection: garbage one variant left (its
+        # closed widgets, its transcript) is not charged to the next one's CPU.
+        runs: dict = {widget: [] for widget in variants}
+        for _ in range(args.reps):
+            for widget in variants:
+                gc.collect()
+                runs[widget].append(await one_run(ark, ChatWidget, traffic, args.chunks, rate, widget))
+        for widget in variants:
             label = BOTH if widget == BOTH else "widget" if widget else "no widget"
             out[f"{mode}/{label}"] = {
-                k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                k: statistics.median(r[k] for r in runs[widget]) for k in runs[widget][0]}
     growth = await session_growth(ark, ChatWidget, traffic, args.runs)
     out["session"] = growth
     flat_w, flat_n = out["flat/widget"], out["flat/no widget"]

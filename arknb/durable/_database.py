@@ -4,7 +4,7 @@ Every durable table of arknb lives in one SQLite file. The ``store_meta`` table 
 the layout version (key ``layout_version``). :data:`LAYOUT_STEPS` lists, per version,
 the statements that lift a database from the version before: a new file runs them
 all, an older file runs only the missing ones (seed 004's operation tables arrived as
-step 2), and a file from a newer arknb is refused (``store_version_unsupported``)
+step 2, session incarnations as step 3), and a file from a newer arknb is refused (``store_version_unsupported``)
 before anything is written to it.
 """
 
@@ -97,6 +97,25 @@ LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
             expires_at REAL NOT NULL
         ) WITHOUT ROWID""",
     ),
+    # 3: a session row's incarnation, a random token that is new when the row is created
+    # and whenever anything writes the session's message or usage rows (the triggers; a
+    # save by arknb puts its own token back in the same transaction), so a process that
+    # knows a session's rows (_known_rows.py) never takes a re-created or hand-edited
+    # session for the one it knew.
+    (
+        "ALTER TABLE sessions ADD COLUMN incarnation TEXT",
+        "UPDATE sessions SET incarnation = lower(hex(randomblob(16)))",
+        # EpisodicMemory(store)'s rows (_episode_rows.py); the same table as a
+        # SQLiteEpisodeStore's, which may have made it already.
+        """CREATE TABLE IF NOT EXISTS arknb_episodes (position INTEGER PRIMARY KEY AUTOINCREMENT,
+            episode_id TEXT UNIQUE NOT NULL, document TEXT NOT NULL)""",
+        *(f"""CREATE TRIGGER {table}_{op.lower()} AFTER {op} ON {table} BEGIN
+                UPDATE sessions SET incarnation = lower(hex(randomblob(16))) WHERE session_id IN ({rows});
+            END"""
+          for table in ("messages", "usages")
+          for op, rows in (("INSERT", "NEW.session_id"), ("UPDATE", "OLD.session_id, NEW.session_id"),
+                           ("DELETE", "OLD.session_id"))),
+    ),
 )
 """``LAYOUT_STEPS[n]`` lifts a database from layout version ``n`` to ``n + 1``."""
 
@@ -181,8 +200,10 @@ def is_damaged(exc: sqlite3.Error) -> bool:
 
 def _layout_version(conn: sqlite3.Connection, path: Path) -> int:
     """The layout version of the open database; 0 for an empty one."""
+    # sqlite_*: SQLite's own; arknb_*: tables other parts of arknb keep in the same file
+    # (EpisodicMemory's arknb_episodes), which may be there before the store's first write.
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-              if not name.startswith("sqlite_")}
+              if not name.startswith(("sqlite_", "arknb_"))}
     if "store_meta" not in tables:
         if tables:
             raise _not_ours(path, f"it holds other tables ({', '.join(sorted(tables)[:5])}) and no "

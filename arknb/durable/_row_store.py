@@ -19,6 +19,8 @@ from arknb.events import AgentEvent
 from arknb.state import AgentState, validate_session_id
 
 from . import _sql
+from ._episode_rows import EpisodeRows
+from ._known_rows import LocationRows
 from .operation import Operation
 from .store import DEFAULT_LEASE_TTL, Commit, Lease
 
@@ -32,7 +34,7 @@ class RowStore:
 
     lease_ttl: float = DEFAULT_LEASE_TTL
     _where: str
-    _written: dict[str, _sql.Written]
+    _written: LocationRows  # what this process knows of the database's rows
     commits: int
     synced_commits: int
 
@@ -205,6 +207,10 @@ class RowStore:
         """Give the lease up (nothing happens if it was taken over)."""
         await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not release the lease of {lease.session_id!r}",
                          self._write_txn, _sql.release_lease, lease, create=False, sync=False)
+
+    def episode_rows(self) -> EpisodeRows:
+        """The rows ``ark.EpisodicMemory(store)`` keeps its episodes in, in this database."""
+        return EpisodeRows(self)
 
     def invocations_for(self, scope: Any) -> Any:
         """The runtime seam that makes a runtime's calls operations of this store (called by

@@ -23,6 +23,7 @@ from arknb.events import AgentEvent
 from arknb.state import SCHEMA_VERSION, AgentState
 from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
 
+from ._known_rows import LocationRows, Written, new_incarnation
 from ._outbox import event_from_json, event_to_json
 from ._validated_rows import VALIDATED_ROWS
 from .operation import Operation
@@ -53,18 +54,6 @@ SQLITE = Dialect("?", "", "SQLite")
 POSTGRES = Dialect("%s", " FOR UPDATE", "PostgreSQL")
 
 
-@dataclass(slots=True)
-class Written:
-    """What the database holds for one session as far as this store instance knows: the
-    sequences it saved or loaded (in :data:`SEQUENCES` order), the session's revision and
-    the header text it read or wrote (a stored header equal to it needs no check)."""
-
-    sequences: tuple[tuple[Any, ...], ...]
-    revision: int
-    lengths: tuple[int, ...]
-    header: str | None = None
-
-
 def _many(conn: Any, sql: str, rows: list) -> None:
     """``executemany`` on an sqlite3 connection or a psycopg one (which has it on cursors)."""
     if hasattr(conn, "executemany"):
@@ -82,15 +71,49 @@ def corrupt(where: str, session_id: str, detail: str) -> ArkError:
 # -- state -------------------------------------------------------------------------------
 
 
-def load_state(conn: Any, d: Dialect, session_id: str, where: str,
-               cache: dict[str, Written]) -> AgentState | None:
-    row = conn.execute(d.q("SELECT header, not_resumable, revision, history_len, usages_len FROM sessions "
-                           "WHERE session_id = ?"), (session_id,)).fetchone()
+def load_state(conn: Any, d: Dialect, session_id: str, where: str, cache: LocationRows) -> AgentState | None:
+    row = conn.execute(d.q("SELECT header, not_resumable, revision, incarnation, history_len, usages_len "
+                           "FROM sessions WHERE session_id = ?"), (session_id,)).fetchone()
     if row is None:
         return None
-    header, marked, revision, *lengths = row
+    header, marked, revision, incarnation, *lengths = row
     if header is None:  # only marked, never saved
         return AgentState(session_id=session_id, not_resumable=True)
+    source = f"session {session_id!r} ({where})"
+    known = cache.get(session_id)
+    if known is not None and known.describes(revision, tuple(lengths), header, incarnation) \
+            and _current_version(header) and _last_rows_there(conn, d, session_id, lengths):
+        # Unchanged since this process wrote or read it: the (strictly validated, immutable)
+        # items it holds are the rows, so none is read. The header is parsed every time.
+        state = AgentState.from_json(header, source=source)
+        sequences = known.sequences
+    else:
+        state, sequences = _read_state(conn, d, session_id, where, header, lengths, source)
+        if known is not None and known.revision == revision and known.sequences == sequences:
+            # The rows are what this process last wrote: hand out those very (immutable)
+            # items, so the next save appends by pointer comparison.
+            sequences = known.sequences
+        cache[session_id] = Written(sequences, int(revision), tuple(lengths), header, incarnation)
+    if state.session_id != session_id:
+        raise corrupt(where, session_id, f"the row holds session {state.session_id!r}")
+    updates: dict[str, Any] = dict(zip(APPEND_ONLY_FIELDS, sequences, strict=True))
+    updates["revision"] = int(revision)
+    if marked:
+        updates["not_resumable"] = True
+    return state.model_copy(update=updates)
+
+
+def _last_rows_there(conn: Any, d: Dialect, session_id: str, lengths: list) -> bool:
+    """The last row of each sequence is where the session row says (an index lookup per
+    table: a dropped table or lost rows send the load the reading way, which names them)."""
+    return all(length == 0 or conn.execute(d.q(f"SELECT 1 FROM {table} WHERE session_id = ? AND idx = ?"),
+                                           (session_id, length - 1)).fetchone() is not None
+               for (_, table), length in zip(SEQUENCES, lengths, strict=True))
+
+
+def _read_state(conn: Any, d: Dialect, session_id: str, where: str, header: object, lengths: list,
+                source: str) -> tuple[AgentState, tuple[tuple[Any, ...], ...]]:
+    """The state of the session row's header and its rows, read and validated."""
     bodies = []
     for (_, table), length in zip(SEQUENCES, lengths, strict=True):
         rows = conn.execute(d.q(f"SELECT idx, body FROM {table} WHERE session_id = ? ORDER BY idx"),
@@ -98,23 +121,8 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str,
         bodies.append(_check_rows(where, session_id, table, length, rows))
     if not isinstance(header, str):
         raise corrupt(where, session_id, f"its header is {type(header).__name__}, not text")
-    state = _parse_state(header, bodies, f"session {session_id!r} ({where})")
-    if state.session_id != session_id:
-        raise corrupt(where, session_id, f"the row holds session {state.session_id!r}")
-    loaded = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
-    known = cache.get(session_id)
-    updates: dict[str, Any] = {"revision": int(revision)}
-    if known is not None and known.revision == revision and known.sequences == loaded:
-        # The rows are what this instance last wrote: hand out those very (immutable)
-        # items, so the next save appends by pointer comparison.
-        updates.update(zip(APPEND_ONLY_FIELDS, known.sequences, strict=True))
-    else:
-        cache[session_id] = Written(loaded, int(revision), tuple(lengths), header)
-    if marked:
-        updates["not_resumable"] = True
-    return state.model_copy(update=updates)
-
-
+    state = _parse_state(header, bodies, source)
+    return state, tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
 
 
 def _parse_state(header: str, bodies: list[list[str]], source: str) -> AgentState:
@@ -161,7 +169,7 @@ def _check_rows(where: str, session_id: str, table: str, length: object, rows: l
     return [body for _, body in rows]
 
 
-def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict[str, Written], where: str,
+def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: LocationRows, where: str,
                base: int | None = None) -> Written:
     """Write ``state`` with revision ``state.revision + 1`` if the stored revision is
     ``base`` (default ``state.revision``); returns what is now stored (the caller puts it
@@ -169,7 +177,7 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
     or one a newer arknb wrote, is never overwritten."""
     session_id = state.session_id
     expected = state.revision if base is None else base
-    row = conn.execute(d.q(f"SELECT revision, history_len, usages_len, header FROM sessions "
+    row = conn.execute(d.q(f"SELECT revision, history_len, usages_len, header, incarnation FROM sessions "
                            f"WHERE session_id = ?{d.for_update}"), (session_id,)).fetchone()
     stored = int(row[0]) if row is not None and row[3] is not None else 0
     known = cache.get(session_id)
@@ -178,9 +186,11 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
     if stored != expected:
         raise state_conflict(session_id, expected, stored, where)
     sequences = tuple(getattr(state, field) for field in APPEND_ONLY_FIELDS)
-    # Append only to rows this instance knows: the revision and lengths must be the ones
-    # it last wrote or loaded.
-    if known is not None and row is not None and known.revision == stored and known.lengths == tuple(row[1:3]):
+    incarnation = row[4] if row is not None and row[4] is not None else new_incarnation()
+    # Append only to rows this process knows: the incarnation, revision and lengths must
+    # be the ones it last wrote or loaded.
+    if known is not None and row is not None and known.revision == stored and known.lengths == tuple(row[1:3]) \
+            and known.incarnation == incarnation:
         written: tuple = known.sequences
     else:
         written = (None,) * len(SEQUENCES)
@@ -189,12 +199,13 @@ def save_state(conn: Any, d: Dialect, state: AgentState, now: float, cache: dict
     revision = state.revision + 1
     lengths = tuple(map(len, sequences))
     conn.execute(d.q(
-        "INSERT INTO sessions (session_id, header, history_len, usages_len, not_resumable, revision, updated_at) "
-        "VALUES (?, ?, ?, ?, 0, ?, ?) ON CONFLICT (session_id) DO UPDATE SET header = excluded.header, "
+        "INSERT INTO sessions (session_id, header, history_len, usages_len, not_resumable, revision, updated_at, "
+        "incarnation) VALUES (?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET header = excluded.header, "
         "history_len = excluded.history_len, usages_len = excluded.usages_len, not_resumable = 0, "
-        "revision = excluded.revision, updated_at = excluded.updated_at"),
-        (session_id, header := header_json(state.model_copy(update={"revision": revision})), *lengths, revision, now))
-    return Written(sequences, revision, lengths, header)
+        "revision = excluded.revision, updated_at = excluded.updated_at, incarnation = excluded.incarnation"),
+        (session_id, header := header_json(state.model_copy(update={"revision": revision})), *lengths, revision, now,
+         incarnation))
+    return Written(sequences, revision, lengths, header, incarnation)
 
 
 def _check_writable(header: object, session_id: str, where: str) -> None:
@@ -238,7 +249,8 @@ def mark_session(conn: Any, d: Dialect, session_id: str, now: float) -> None:
     updated = conn.execute(d.q("UPDATE sessions SET not_resumable = 1 WHERE session_id = ?"), (session_id,)).rowcount
     if not updated:
         conn.execute(d.q("INSERT INTO sessions (session_id, header, history_len, usages_len, not_resumable, "
-                         "revision, updated_at) VALUES (?, NULL, 0, 0, 1, 0, ?)"), (session_id, now))
+                         "revision, updated_at, incarnation) VALUES (?, NULL, 0, 0, 1, 0, ?, ?)"),
+                     (session_id, now, new_incarnation()))
 
 
 def delete_session(conn: Any, d: Dialect, session_id: str) -> None:
@@ -329,7 +341,7 @@ def read_events(conn: Any, d: Dialect, session_id: str, after: int | None, limit
 # -- one commit -------------------------------------------------------------------------------
 
 
-def write_commit(conn: Any, d: Dialect, commit: Commit, now: float, cache: dict[str, Written],
+def write_commit(conn: Any, d: Dialect, commit: Commit, now: float, cache: LocationRows,
                  where: str) -> Written | None:
     """Everything of ``commit``, inside the transaction the caller opened: the lease check
     first (a stale one writes nothing), then the state, the operations and the events.

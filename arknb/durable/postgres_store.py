@@ -23,6 +23,7 @@ from arknb.domain.threads import WorkerThreads
 from arknb.state import AgentState
 
 from . import _sql
+from ._known_rows import KNOWN_ROWS
 from ._row_store import RowStore
 from .store import DEFAULT_LEASE_TTL, Commit, check_ttl
 
@@ -63,6 +64,25 @@ PG_LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
         """CREATE TABLE leases (session_id TEXT PRIMARY KEY, owner TEXT, generation INTEGER NOT NULL,
             expires_at DOUBLE PRECISION NOT NULL)""",
     ),
+    # 2: SQLite's layout 3: a session row's incarnation, new when the row is created and
+    # whenever anything writes the session's message or usage rows (see _known_rows.py),
+    # and the episodes table.
+    (
+        "ALTER TABLE sessions ADD COLUMN incarnation TEXT",
+        "UPDATE sessions SET incarnation = md5(random()::text || clock_timestamp()::text || session_id)",
+        """CREATE OR REPLACE FUNCTION arknb_rows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE sessions SET incarnation = md5(random()::text || clock_timestamp()::text)
+                WHERE session_id = COALESCE(NEW.session_id, OLD.session_id)
+                   OR (TG_OP = 'UPDATE' AND session_id = OLD.session_id);
+                RETURN NULL;
+            END $$""",
+        *(f"CREATE TRIGGER {table}_changed AFTER INSERT OR UPDATE OR DELETE ON {table} "
+          "FOR EACH ROW EXECUTE FUNCTION arknb_rows_changed()" for table in ("messages", "usages")),
+        # EpisodicMemory(store)'s rows (_episode_rows.py).
+        """CREATE TABLE IF NOT EXISTS arknb_episodes (position BIGSERIAL PRIMARY KEY,
+            episode_id TEXT UNIQUE NOT NULL, document TEXT NOT NULL)""",
+    ),
 )
 """``PG_LAYOUT_STEPS[n]`` lifts a database from layout version ``n`` to ``n + 1``."""
 
@@ -102,7 +122,7 @@ class PostgresStore(RowStore):
         self._where = "PostgreSQL " + _describe(dsn) if dsn else "PostgreSQL (pool)"
         self._conn: Any = None      # touched only in the worker thread
         self._checked = False
-        self._written: dict[str, _sql.Written] = {}
+        self._written = KNOWN_ROWS.view(self.location)
         self.commits = 0
         self.synced_commits = 0
 
@@ -196,7 +216,6 @@ class PostgresStore(RowStore):
         return self._committed(commit, written)
 
     def _shutdown(self) -> None:
-        self._written.clear()
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 self._conn.close()

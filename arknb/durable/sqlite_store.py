@@ -28,6 +28,7 @@ from arknb.domain.threads import WorkerThreads
 from arknb.state import AgentState
 
 from . import _sql
+from ._known_rows import KNOWN_ROWS
 from ._row_store import RowStore
 from ._database import is_damaged, open_database, set_synchronous, transaction
 from .store import DEFAULT_LEASE_TTL, Commit, check_ttl
@@ -68,7 +69,7 @@ class SQLiteStore(RowStore):
         self._where = str(self._path)
         # Touched only in the worker thread:
         self._conn: sqlite3.Connection | None = None
-        self._written: dict[str, _sql.Written] = {}
+        self._written = KNOWN_ROWS.view(self.location)  # shared with every store on the file
         self._full = True
         self.commits = 0
         """Transactions written (read by benchmarks)."""
@@ -162,7 +163,6 @@ class SQLiteStore(RowStore):
             self._full = full
 
     def _shutdown(self) -> None:
-        self._written.clear()
         if self._conn is not None:
             self._conn.close()
             self._conn = None

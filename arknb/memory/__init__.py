@@ -6,7 +6,8 @@ through the runtime's public extension seam (:mod:`arknb.runtime.extensions`).
 
 from .compressor import SEARCH_HISTORY, ContextCompressor, ContextExtension, compressor_extension
 from .delegation import DELEGATE_TASK, SUBAGENT_KIND, SubAgentsExtension, subagents_extension
-from .episodes import Episode, EpisodeStore, JsonlEpisodeStore, MemoryEpisodeStore, SQLiteEpisodeStore
+from .episodes import (DurableEpisodeStore, Episode, EpisodeStore, JsonlEpisodeStore, MemoryEpisodeStore,
+                       SQLiteEpisodeStore)
 from .episodic import RETRIEVE_MEMORY, EpisodicMemory, MemoryExtension, ScoredEpisode, memory_extension
 from .keywords import BM25Index, tokenize
 from .subagents import SubAgent
@@ -16,6 +17,6 @@ __all__ = [
     "BM25Index", "ContextCompressor", "DELEGATE_TASK", "SUBAGENT_KIND", "SubAgent", "SubAgentsExtension",
     "subagents_extension", "ContextExtension", "Episode", "EpisodeStore", "EpisodicMemory",
     "JsonlEpisodeStore", "MemoryEpisodeStore", "MemoryExtension", "RETRIEVE_MEMORY", "SEARCH_HISTORY",
-    "SQLiteEpisodeStore", "ScoredEpisode", "compressor_extension", "memory_extension",
+    "SQLiteEpisodeStore", "ScoredEpisode", "DurableEpisodeStore", "compressor_extension", "memory_extension",
     "estimate_message_tokens", "estimate_text_tokens", "tokenize",
 ]

@@ -10,6 +10,8 @@ the first ``n`` reads only what was added since, also by another process.
 * :class:`SQLiteEpisodeStore`: one table in a SQLite file (WAL, ``synchronous=FULL``),
   for many sessions and processes sharing one memory.
 * :class:`MemoryEpisodeStore`: in this process only (tests, throwaway notebooks).
+* :class:`DurableEpisodeStore`: the ``arknb_episodes`` rows of a durable store's database
+  (``ark.SQLiteStore`` or ``ark.PostgresStore``), next to its sessions.
 
 Any object with the two async methods of :class:`EpisodeStore` works as well.
 """
@@ -21,14 +23,15 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..domain import ArkError, ErrorCode, ErrorLayer, Retryability
 from ..domain.threads import run_blocking
 
-__all__ = ["Episode", "EpisodeStore", "JsonlEpisodeStore", "MemoryEpisodeStore", "SQLiteEpisodeStore"]
+__all__ = ["DurableEpisodeStore", "Episode", "EpisodeStore", "JsonlEpisodeStore", "MemoryEpisodeStore",
+           "SQLiteEpisodeStore"]
 
 
 class Episode(BaseModel):
@@ -232,14 +235,37 @@ class SQLiteEpisodeStore:
         except sqlite3.Error as exc:
             raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_LOAD_FAILED,
                            f"could not read episodes from {self.path}: {exc}", Retryability.CONDITIONAL) from None
-        found = []
-        for position, document in rows:
-            try:
-                found.append(Episode.model_validate_json(document))
-            except ValidationError:
-                raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
-                               f"{self.path}: episode row {position} is not an episode") from None
-        return found
+        return _episodes_of(rows, str(self.path))
 
     def __repr__(self) -> str:
         return f"SQLiteEpisodeStore({str(self.path)!r})"
+
+
+class DurableEpisodeStore:
+    """Episodes in the database of a durable store (``ark.SQLiteStore``,
+    ``ark.PostgresStore``): ``store.episode_rows()``, one row per episode, committed
+    before :meth:`add` returns. Usable while the store is open."""
+
+    def __init__(self, rows: Any) -> None:
+        self._rows = rows
+
+    async def add(self, episode: Episode) -> None:
+        await self._rows.add(episode.episode_id, episode.model_dump_json())
+
+    async def episodes(self, start: int = 0) -> list[Episode]:
+        return _episodes_of(await self._rows.documents(start), repr(self._rows))
+
+    def __repr__(self) -> str:
+        return f"DurableEpisodeStore({self._rows!r})"
+
+
+def _episodes_of(rows: list[tuple[int, str]], where: str) -> list[Episode]:
+    """The episodes of ``(position, document)`` rows, each validated."""
+    found = []
+    for position, document in rows:
+        try:
+            found.append(Episode.model_validate_json(document))
+        except ValidationError:
+            raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
+                           f"{where}: episode row {position} is not an episode") from None
+    return found

@@ -30,7 +30,7 @@ from ..hooks import AfterRunHookContext, AgentHook, BeforeRunHookContext
 from ..runtime.extensions import Extension, ExtensionScope
 from ..state import AgentState
 from ..tools import Tool, tool
-from .episodes import Episode, EpisodeStore, JsonlEpisodeStore, SQLiteEpisodeStore
+from .episodes import DurableEpisodeStore, Episode, EpisodeStore, JsonlEpisodeStore, SQLiteEpisodeStore
 from .keywords import BM25Index, tokenize
 
 __all__ = ["EpisodicMemory", "MEMORY_SLICE", "MemoryExtension", "RETRIEVE_MEMORY", "ScoredEpisode",
@@ -54,7 +54,9 @@ class EpisodicMemory:
 
     Args:
         storage_dir_or_store: a folder (episodes go to ``episodes.jsonl`` in it), a path
-            ending in ``.sqlite`` or ``.db`` (a :class:`SQLiteEpisodeStore`), or any
+            ending in ``.sqlite`` or ``.db`` (a :class:`SQLiteEpisodeStore`), a session
+            store (``ark.SQLiteStore`` or ``ark.PostgresStore``: a table next to its
+            sessions; ``ark.FileStateStorage``: ``episodes.jsonl`` in its folder), or any
             :class:`~arknb.memory.episodes.EpisodeStore`.
         embed: ``embed(text) -> list[float]`` (sync or async); when given, retrieval ranks
             by cosine similarity of the embeddings instead of keywords.
@@ -262,17 +264,18 @@ def _store_of(value: Any) -> EpisodeStore:
     if isinstance(value, EpisodeStore):
         return value
     # A session store (the runtime's own storage=): episodes go where it keeps its sessions.
+    if callable(getattr(value, "episode_rows", None)):  # SQLiteStore, PostgresStore
+        return DurableEpisodeStore(value.episode_rows())
     location = getattr(value, "location", None)
     if isinstance(location, tuple) and len(location) == 2 and isinstance(location[1], str):
         kind, where = location
-        if kind == "sqlite":
-            return SQLiteEpisodeStore(where)  # its own table in the store's database file
         if kind == "file":
             return JsonlEpisodeStore(Path(where) / EPISODES_FILE)
         raise invalid_argument(f"EpisodicMemory cannot keep episodes in a {type(value).__name__} ({kind}) yet: "
-                               "pass a folder, a .sqlite/.db/.jsonl path, an ark.SQLiteStore or "
+                               "pass a folder, a .sqlite/.db/.jsonl path, an ark.SQLiteStore, ark.PostgresStore or "
                                "ark.FileStateStorage, or an EpisodeStore of your own")
-    raise invalid_argument(f"EpisodicMemory needs a folder, a .sqlite/.db/.jsonl path, an ark.SQLiteStore or "
+    raise invalid_argument(f"EpisodicMemory needs a folder, a .sqlite/.db/.jsonl path, an ark.SQLiteStore, "
+                           f"ark.PostgresStore or "
                            f"ark.FileStateStorage, or an EpisodeStore (async add(episode) and episodes(start)), "
                            f"got {type(value).__name__}")
 

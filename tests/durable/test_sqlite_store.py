@@ -263,10 +263,20 @@ async def test_a_second_instance_that_loaded_the_session_appends_to_it(db):
     await put(second, loaded.model_copy(update={"history": loaded.history + _messages("three")}))
     assert _audited(db) == [("insert", 2)]
 
-    # first's picture of the rows is now stale: its next save rewrites them all.
+    # The instances share what this process knows of the file's rows (_known_rows.py):
+    # first knows what second wrote, so only the row that differs is replaced.
     state = AgentState(session_id="s", history=_messages("one", "two", "four"))
     await put(first, state)
-    assert [op for op, _ in _audited(db)] == ["delete"] * 3 + ["insert"] * 3
+    assert _audited(db) == [("delete", 2), ("insert", 2)]
+    assert same(await second.load("s"), state)
+
+    # Rows written behind the process's back (another process, a hand edit) change the
+    # session's incarnation: the next save rewrites them all instead of trusting them.
+    _sql(db, "UPDATE messages SET body = body WHERE session_id = 's' AND idx = 0")
+    _audited(db)
+    state = AgentState(session_id="s", history=_messages("one", "two", "four", "five"))
+    await put(first, state)
+    assert [op for op, _ in _audited(db)] == ["delete"] * 3 + ["insert"] * 4
     assert same(await second.load("s"), state)
     await first.aclose()
     await second.aclose()
@@ -583,6 +593,7 @@ async def test_a_run_paused_for_approval_is_completed_by_a_new_runtime_on_the_sa
 async def test_a_row_edited_after_this_process_validated_it_is_validated_again_and_refused(db, full_state, kind):
     """The validated-row cache (restore cost): a row is trusted only as the exact text
     this process validated strictly; an edited row misses it and is refused as before."""
+    from arknb.durable._known_rows import KNOWN_ROWS
     from arknb.durable._validated_rows import VALIDATED_ROWS
 
     corruptions = {**CORRUPTIONS,
@@ -593,8 +604,9 @@ async def test_a_row_edited_after_this_process_validated_it_is_validated_again_a
     storage = SQLiteStore(db)
     await put(storage, full_state)
     await storage.aclose()
+    KNOWN_ROWS.clear()  # as a new process: the rows are read (and validated) ...
     warm = SQLiteStore(db)
-    loaded = await warm.load("demo")  # every row is now validated and known
+    loaded = await warm.load("demo")  # ... so every row is now validated and known
     await warm.aclose()
     assert len(VALIDATED_ROWS) >= len(loaded.history)
     again = SQLiteStore(db)

@@ -11,7 +11,7 @@ import pytest
 import arknb as ark
 from arknb import EventTypes, ScriptedModel, ScriptedTurn, ToolCall
 from arknb.memory import (
-    RETRIEVE_MEMORY, Episode, JsonlEpisodeStore, MemoryEpisodeStore, SQLiteEpisodeStore,
+    RETRIEVE_MEMORY, DurableEpisodeStore, Episode, JsonlEpisodeStore, MemoryEpisodeStore, SQLiteEpisodeStore,
 )
 
 from ..runtime._events_kit import of, record
@@ -188,7 +188,7 @@ async def test_the_runtimes_sqlite_store_keeps_the_episodes_next_to_its_sessions
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
     try:
         memory = ark.EpisodicMemory(store)
-        assert isinstance(memory.store, SQLiteEpisodeStore)
+        assert isinstance(memory.store, DurableEpisodeStore)
         runtime = ark.AgentRuntime(ScriptedModel(["The deploy key rotates on Mondays."]), storage=store,
                                    session_id="ops", memory=memory)
         await runtime.run("When does the deploy key rotate?")
@@ -199,6 +199,23 @@ async def test_the_runtimes_sqlite_store_keeps_the_episodes_next_to_its_sessions
         await other.aclose()
         assert episode.session_id == "ops" and "Mondays" in episode.summary
         assert (await store.load("ops")).history[-1].text == "The deploy key rotates on Mondays."
+    finally:
+        await store.aclose()
+
+
+async def test_episodes_read_before_the_stores_first_save_leave_the_file_usable(tmp_path) -> None:
+    # retrieve() on a new file creates the episodes table before the store ever wrote:
+    # the store must still take the file as its own (tables named arknb_* are arknb's).
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    try:
+        memory = ark.EpisodicMemory(store)
+        assert await memory.retrieve("deploy key") == []
+        runtime = ark.AgentRuntime(ScriptedModel(["It rotates on Mondays."]), storage=store,
+                                   session_id="ops", memory=memory)
+        result = await runtime.run("When does the deploy key rotate?")
+        await runtime.aclose()
+        assert result.stop_reason == "completed"
+        assert [e.session_id for e in await memory.episodes()] == ["ops"]
     finally:
         await store.aclose()
 
