@@ -10,8 +10,8 @@ collector off during each timed run. Reported per tree: CPU and wall medians per
 the ms added per tool call against the same tree's memory run (as
 ``benchmarks/durable.py`` reports it), and new / base.
 
-With ``--profile``, one extra tree-less pass: cProfile of this tree's sqlite runs (the
-event loop's thread) and the store thread's time per section, for reading against.
+With ``--profile`` instead: cProfile of this tree's sqlite runs, for reading against (it
+sees the event loop's thread only, not the store's).
 
 Not part of ``make bench``. Usage:
     mkdir /tmp/base && git archive main arknb | tar -x -C /tmp/base
