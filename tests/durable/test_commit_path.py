@@ -84,3 +84,19 @@ async def test_a_lease_write_waits_for_no_disk_yet_another_store_on_the_file_see
     assert lost.value.code == ark.ErrorCode.LEASE_LOST
     await first.aclose()
     await second.aclose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_the_store_numbers_new_operations_in_turn_and_an_update_keeps_its_number(kind, tmp_path, request):
+    store = (ark.SQLiteStore(tmp_path / "arknb.sqlite3") if kind == "sqlite"
+             else ark.PostgresStore(request.getfixturevalue("pg_dsn")))
+    base = ark.durable.Operation(operation_id="op_0", session_id="s1", run_id="r1", kind="tool_call",
+                                 purpose_key="r1:c0", request_event_id="req_0")
+    ops = [base.model_copy(update={"operation_id": f"op_{i}", "purpose_key": f"r1:c{i}"}) for i in range(4)]
+    await store.commit(ark.durable.Commit(session_id="s1", operations=tuple(ops[:3])))  # three in one statement
+    done = ops[1].advance(OperationPhase.COMPLETED, at=1.0, status=ark.durable.OperationStatus.SUCCEEDED)
+    await store.commit(ark.durable.Commit(session_id="s1", operations=(done, ops[3])))
+    found = {op.operation_id: op.ordinal for op in await store.list_operations("s1")}
+    assert found == {"op_0": 1, "op_1": 2, "op_2": 3, "op_3": 4}
+    assert (await store.get_operation("op_1")).ordinal == 2 and (await store.get_operation("op_1")).completed
+    await store.aclose()
