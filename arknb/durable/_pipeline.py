@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import uuid
+import secrets
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -117,7 +117,7 @@ class InvocationPipeline:
 
     def _new_operation(self, request: EventRequest) -> Operation:
         now = self._clock()
-        operation_id = f"op_{uuid.uuid4().hex[:20]}"
+        operation_id = f"op_{secrets.token_hex(10)}"
         return Operation(operation_id=operation_id, session_id=self.session_id, run_id=self.run_id,
                          kind=request.event_type, schema_version=request.schema_version,
                          purpose_key=request.purpose_key, request_event_id=request.event_id,
@@ -393,8 +393,7 @@ def close_last(attempts: tuple[Attempt, ...], at: float, outcome: str, *, comple
     """``attempts`` with the last one ended (if it is still open)."""
     if not attempts or attempts[-1].ended_at is not None:
         return attempts
-    last = attempts[-1].model_copy(update={"ended_at": at, "complete": complete, "outcome": outcome})
-    return attempts[:-1] + (last,)
+    return attempts[:-1] + (attempts[-1].ended(at, outcome, complete=complete),)
 
 
 

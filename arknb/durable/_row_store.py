@@ -77,7 +77,9 @@ class RowStore:
     def _read(self, work: Callable[..., _T], *args: Any) -> _T | None:
         raise NotImplementedError
 
-    def _write_txn(self, work: Callable[..., _T], *args: Any, create: bool = True) -> _T | None:
+    def _write_txn(self, work: Callable[..., _T], *args: Any, create: bool = True, sync: bool = True) -> _T | None:
+        """Run ``work`` in a write transaction; with ``sync=False`` its commit does not wait
+        for the disk (it survives the process being killed, not a power cut)."""
         raise NotImplementedError
 
     def _load(self, session_id: str) -> AgentState | None:
@@ -189,18 +191,22 @@ class RowStore:
                             takeover: bool = False) -> Lease:
         """Take the session's lease (see :meth:`OperationStore.acquire_lease`)."""
         validate_session_id(session_id)
+        # Lease writes do not wait for the disk: every other connection sees them at once
+        # (which is all a lease is for), and only a power cut could undo one, which ends
+        # every owner; the owner's first synced commit carries it to the disk (WAL order).
         return await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not take the lease of {session_id!r}",
-                                self._write_txn, _sql.acquire_lease, session_id, owner, ttl, takeover, time.time())
+                                self._write_txn, _sql.acquire_lease, session_id, owner, ttl, takeover, time.time(),
+                                sync=False)
 
     async def renew_lease(self, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
         """Extend the lease; ``lease_lost`` if it was taken over."""
         return await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not renew the lease of {lease.session_id!r}",
-                                self._write_txn, _sql.renew_lease, lease, ttl, time.time())
+                                self._write_txn, _sql.renew_lease, lease, ttl, time.time(), sync=False)
 
     async def release_lease(self, lease: Lease) -> None:
         """Give the lease up (nothing happens if it was taken over)."""
         await self._call(ErrorCode.STATE_SAVE_FAILED, f"could not release the lease of {lease.session_id!r}",
-                         self._write_txn, _sql.release_lease, lease, create=False)
+                         self._write_txn, _sql.release_lease, lease, create=False, sync=False)
 
     def episode_rows(self) -> EpisodeRows:
         """The rows ``ark.EpisodicMemory(store)`` keeps its episodes in, in this database."""

@@ -269,24 +269,23 @@ def list_sessions(conn: Any) -> list[str]:
 def write_operations(conn: Any, d: Dialect, session_id: str, operations: tuple[Operation, ...]) -> None:
     if not operations:
         return
-    (top,) = conn.execute(d.q("SELECT COALESCE(MAX(ordinal), 0) FROM operations WHERE session_id = ?"),
-                          (session_id,)).fetchone()
     rows = []
     for operation in operations:
         if operation.session_id != session_id:
             raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
                            f"operation {operation.operation_id} belongs to session {operation.session_id!r}, "
                            f"not {session_id!r}")
-        if operation.ordinal == 0:
-            top += 1
-            operation = operation.model_copy(update={"ordinal": top})
-        rows.append((operation.operation_id, session_id, operation.run_id, operation.purpose_key, operation.ordinal,
-                     operation.phase.value, operation.status.value if operation.status else None,
-                     operation.to_json(), operation.updated_at))
-    # ordinal is kept from the first insert: an update never moves an operation in the order.
+        rows.append((operation.operation_id, session_id, operation.run_id, operation.purpose_key,
+                     operation.ordinal or None, session_id, operation.phase.value,
+                     operation.status.value if operation.status else None, operation.to_json(), operation.updated_at))
+    # A new operation (ordinal 0) is numbered after the session's last one by the statement
+    # itself (no query and no copy per commit; the rows of one statement are numbered in
+    # turn). The ordinal is kept from the first insert: an update never moves an operation
+    # in the order. The body's own ordinal may differ; reads take the column's.
     _many(conn, d.q(
         "INSERT INTO operations (operation_id, session_id, run_id, purpose_key, ordinal, phase, status, body, "
-        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (operation_id) DO UPDATE SET "
+        "updated_at) VALUES (?, ?, ?, ?, COALESCE(?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM operations "
+        "WHERE session_id = ?)), ?, ?, ?, ?) ON CONFLICT (operation_id) DO UPDATE SET "
         "phase = excluded.phase, status = excluded.status, body = excluded.body, updated_at = excluded.updated_at"),
         rows)
 

@@ -203,11 +203,7 @@ class InvocationBus(InvocationPipeline):
                     operation = await self._read(ref)
                     if operation.completed or operation.in_doubt:
                         return response_of(operation)
-                try:
-                    await asyncio.wait_for(waiter.wait(), self._recheck)
-                    timed_out = False
-                except TimeoutError:
-                    timed_out = True
+                timed_out = not await waiter.wait(self._recheck)
                 waiter.clear()
                 self._check_open()
         finally:

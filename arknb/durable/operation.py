@@ -37,10 +37,23 @@ class OperationPhase(StrEnum):
     @property
     def rank(self) -> int:
         """Position in the phase order (prepared is 0)."""
-        return _PHASE_ORDER.index(self)
+        return _PHASE_RANK[self]
 
 
-_PHASE_ORDER = tuple(OperationPhase)
+_PHASE_RANK = {phase: rank for rank, phase in enumerate(OperationPhase)}
+
+
+def _copied(model: BaseModel, changes: dict[str, Any]) -> Any:
+    """A copy of a frozen model with ``changes`` applied, as ``model_copy(update=...)``
+    makes it (no validation: for values the pipeline built), at a fraction of its cost."""
+    new = object.__new__(type(model))
+    values = model.__dict__.copy()
+    values.update(changes)
+    object.__setattr__(new, "__dict__", values)
+    object.__setattr__(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(new, "__pydantic_extra__", None)
+    object.__setattr__(new, "__pydantic_private__", None)
+    return new
 
 
 class OperationStatus(StrEnum):
@@ -102,6 +115,10 @@ class Attempt(BaseModel):
     ended_at: float | None = None
     complete: bool = False
     outcome: str | None = None  # "ok", "error", "interrupted", "rerun", ...
+
+    def ended(self, at: float, outcome: str, *, complete: bool = True) -> Attempt:
+        """This attempt ended at ``at`` with ``outcome`` (a copy)."""
+        return _copied(self, {"ended_at": at, "complete": complete, "outcome": outcome})
 
 
 class Operation(BaseModel):
@@ -191,14 +208,7 @@ class Operation(BaseModel):
         """A copy with ``changes`` applied, as ``model_copy(update=...)`` makes it (no
         validation: the pipeline passes values it built), at a fraction of its cost: an
         operation changes several times per call."""
-        new = object.__new__(Operation)
-        values = self.__dict__.copy()
-        values.update(changes)
-        object.__setattr__(new, "__dict__", values)
-        object.__setattr__(new, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
-        object.__setattr__(new, "__pydantic_extra__", None)
-        object.__setattr__(new, "__pydantic_private__", None)
-        return new
+        return _copied(self, changes)
 
     def with_hooks(self, *records: HookRecord) -> tuple[HookRecord, ...]:
         """``hook_progress`` with ``records`` appended."""

@@ -193,12 +193,14 @@ class PostgresStore(RowStore):
         with self._connection() as conn, conn.transaction():
             return work(conn, *args) if work is _sql.list_sessions else work(conn, _sql.POSTGRES, *args)
 
-    def _write_txn(self, work: Callable[..., _T], *args: Any, create: bool = True) -> _T | None:
+    def _write_txn(self, work: Callable[..., _T], *args: Any, create: bool = True, sync: bool = True) -> _T | None:
         with self._connection() as conn:
             with conn.transaction():
+                if not sync:
+                    conn.execute("SET LOCAL synchronous_commit = off")
                 result = work(conn, _sql.POSTGRES, *args)
         self.commits += 1
-        self.synced_commits += 1
+        self.synced_commits += sync
         return result
 
     def _load(self, session_id: str) -> AgentState | None:

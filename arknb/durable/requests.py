@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
@@ -34,7 +34,7 @@ class EventRequest:
     schema_version: int
     payload: Any
     purpose_key: str
-    event_id: str = field(default_factory=lambda: f"req_{uuid.uuid4().hex[:16]}")
+    event_id: str = field(default_factory=lambda: f"req_{secrets.token_hex(8)}")
     cause_id: str | None = None
     operation_id: str | None = None
     idempotency_key: str | None = None
@@ -131,5 +131,7 @@ class Interceptor(Protocol):
 def response_of(operation: Operation) -> EventResponse:
     """The response an operation stands for (completed, or in doubt)."""
     status = operation.status or OperationStatus.INDETERMINATE
-    return EventResponse(request_id=operation.request_event_id, operation_id=operation.operation_id,
-                         status=status.value, result=operation.effective_result, error=operation.error)
+    # Built from a validated operation: nothing to validate again.
+    return EventResponse.model_construct(request_id=operation.request_event_id, operation_id=operation.operation_id,
+                                         status=status.value, result=operation.effective_result,
+                                         error=operation.error)

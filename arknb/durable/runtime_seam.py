@@ -51,6 +51,9 @@ _log = logging.getLogger("arknb.durable")
 
 MODEL_CALL = "model_call"
 
+# The fields of an operation that hold what tools, models, hooks and people returned.
+_REDACTED_FIELDS = ("raw_input", "effective_input", "raw_result", "effective_result", "error", "hook_progress")
+
 # Saves whose content is already durable in committed operations.
 _REBUILDABLE_SAVES = frozenset({"after_model_text", "after_tool_batch"})
 
@@ -122,6 +125,9 @@ class DurableInvocations(ToolOperations):
         # Operations changed but not written yet (hook records, planning decisions): they
         # ride the next commit of any kind (see OperationProgress).
         self._staged: dict[str, Operation] = {}
+        # Per unfinished operation, the values ``_redacted`` checked (and what it made of
+        # them), with the number of secrets known then.
+        self._checked: dict[str, tuple[int, dict[str, tuple[Any, Any]]]] = {}
         self.model_calls: dict[str, Any] = {}
         self.tool_calls: dict[str, tuple[Any, ToolCall]] = {}
         # What handlers and response phases of this process produced, by purpose key, so
@@ -251,15 +257,37 @@ class DurableInvocations(ToolOperations):
     def _redacted(self, operation: Operation) -> Operation:
         """``operation`` without the secrets the runtime knows (DESIGN §9: a key never
         reaches a store): its inputs, results, error and hook records (a reason, an injected
-        message) hold what tools, models and hooks returned."""
+        message) hold what tools, models and hooks returned.
+
+        An operation is committed several times as it moves through its phases, and most
+        of its values are carried over unchanged (the same objects): a value checked
+        before, with the secrets known now, is not checked again."""
+        count = self.scope.secrets_known
+        known = count() if count is not None else -1
+        if known == 0:
+            return operation  # no secret to find (what a call returns is never scanned for shapes)
         redact, where = self.scope.redact, f"operation {operation.purpose_key}"
+        checked = self._checked.get(operation.operation_id) if known > 0 else None
+        if checked is None or checked[0] != known:
+            checked = (known, {})
+            if known > 0:
+                self._checked[operation.operation_id] = checked
+        seen = checked[1]
         changes = {}
-        for field in ("raw_input", "effective_input", "raw_result", "effective_result", "error", "hook_progress"):
+        for field in _REDACTED_FIELDS:
             value = getattr(operation, field)
-            if value is not None:
+            if value is None:
+                continue
+            before = seen.get(field)
+            if before is not None and before[0] is value:
+                clean = before[1]
+            else:
                 clean = redact(value, where)
-                if clean is not value:
-                    changes[field] = clean
+                seen[field] = (value, clean)
+            if clean is not value:
+                changes[field] = clean
+        if operation.completed:
+            self._checked.pop(operation.operation_id, None)  # a completed operation never changes again
         return operation.copy_with(changes) if changes else operation
 
     async def _commit_operations(self, operations: tuple[Operation, ...], sync: bool) -> None:

@@ -131,15 +131,15 @@ class SQLiteStore(RowStore):
         with transaction(conn, write=False):  # one snapshot
             return work(conn, *args) if work is _sql.list_sessions else work(conn, _sql.SQLITE, *args)
 
-    def _write_txn(self, work: Callable[..., _T], *args: Any, create: bool = True) -> _T | None:
+    def _write_txn(self, work: Callable[..., _T], *args: Any, create: bool = True, sync: bool = True) -> _T | None:
         conn = self._connection(create=create)
         if conn is None:
             return None
-        self._sync(conn, True)
+        self._sync(conn, sync)
         with transaction(conn, write=True):
             result = work(conn, _sql.SQLITE, *args)
         self.commits += 1
-        self.synced_commits += 1
+        self.synced_commits += sync
         return result
 
     def _load(self, session_id: str) -> AgentState | None:

@@ -77,6 +77,11 @@ class Redactor:
             self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
         return redacted
 
+    def secrets_known(self) -> int:
+        """How many secrets the lint knows (it only learns more): what ``known`` found clean
+        stays clean while this number stays."""
+        return len(self.lint.known_values)
+
     def known(self, value: Any, where: str) -> Any:
         """``value`` with the configured secrets redacted (not credential shapes, as for
         event payloads), reported when there were any: for what a durable store records
