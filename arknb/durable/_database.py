@@ -4,8 +4,9 @@ Every durable table of arknb lives in one SQLite file. The ``store_meta`` table 
 the layout version (key ``layout_version``). :data:`LAYOUT_STEPS` lists, per version,
 the statements that lift a database from the version before: a new file runs them
 all, an older file runs only the missing ones (seed 004's operation tables arrived as
-step 2, session incarnations as step 3), and a file from a newer arknb is refused (``store_version_unsupported``)
-before anything is written to it.
+step 2, session incarnations as step 3, row tables for operations and events as step 4),
+and a file from a newer arknb is refused (``store_version_unsupported``) before anything
+is written to it.
 """
 
 from __future__ import annotations
@@ -115,6 +116,39 @@ LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
           for table in ("messages", "usages")
           for op, rows in (("INSERT", "NEW.session_id"), ("UPDATE", "OLD.session_id, NEW.session_id"),
                            ("DELETE", "OLD.session_id"))),
+    ),
+    # 4: operations and the outbox become ordinary (rowid) tables. Their rows are JSON
+    # documents of one to a few KB; in a WITHOUT ROWID table a row over ~1 KB spills into
+    # an overflow page that every phase's update rewrites (SQLite recommends WITHOUT
+    # ROWID for small rows only), so each commit wrote a quarter more pages.
+    (
+        """CREATE TABLE operations_v4 (
+            operation_id TEXT PRIMARY KEY,
+            session_id   TEXT NOT NULL,
+            run_id       TEXT NOT NULL,
+            purpose_key  TEXT NOT NULL,
+            ordinal      INTEGER NOT NULL,
+            phase        TEXT NOT NULL,
+            status       TEXT,
+            body         TEXT NOT NULL,
+            updated_at   REAL NOT NULL
+        )""",
+        "INSERT INTO operations_v4 SELECT operation_id, session_id, run_id, purpose_key, ordinal, phase, status, "
+        "body, updated_at FROM operations",
+        "DROP TABLE operations",
+        "ALTER TABLE operations_v4 RENAME TO operations",
+        "CREATE UNIQUE INDEX operations_purpose ON operations (session_id, purpose_key)",
+        "CREATE INDEX operations_order ON operations (session_id, ordinal)",
+        """CREATE TABLE outbox_v4 (
+            session_id TEXT NOT NULL,
+            sequence   INTEGER NOT NULL,
+            event_type TEXT NOT NULL,
+            body       TEXT NOT NULL,
+            PRIMARY KEY (session_id, sequence)
+        )""",
+        "INSERT INTO outbox_v4 SELECT session_id, sequence, event_type, body FROM outbox",
+        "DROP TABLE outbox",
+        "ALTER TABLE outbox_v4 RENAME TO outbox",
     ),
 )
 """``LAYOUT_STEPS[n]`` lifts a database from layout version ``n`` to ``n + 1``."""

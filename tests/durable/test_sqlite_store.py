@@ -417,6 +417,40 @@ async def test_a_marked_session_with_a_state_loads_not_resumable_and_a_save_clea
     assert _sql(db, "SELECT not_resumable FROM sessions") == [(0,)]
 
 
+async def test_a_layout_3_file_moves_its_operations_and_events_to_row_tables(db):
+    store = SQLiteStore(db)
+    tools = Tools()
+    runtime = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[
+        ark.ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')]), ark.ScriptedTurn(text="done")]),
+        tools=tools.all, storage=store, session_id="s")
+    await runtime.run("go")
+    await runtime.aclose()
+    operations, events = await store.list_operations("s"), await store.read_events("s")
+    await store.aclose()
+    assert operations and events
+    # Back to layout 3: the two tables as WITHOUT ROWID, as an arknb before step 4 made them.
+    statements = []
+    for table in ("operations", "outbox"):
+        (ddl,) = _sql(db, f"SELECT sql FROM sqlite_master WHERE type = 'table' AND name = '{table}'")[0]
+        statements += [f"CREATE TABLE old_{table} AS SELECT * FROM {table}", f"DROP TABLE {table}",
+                       ddl + " WITHOUT ROWID", f"INSERT INTO {table} SELECT * FROM old_{table}", f"DROP TABLE old_{table}"]
+    statements += ["CREATE UNIQUE INDEX operations_purpose ON operations (session_id, purpose_key)",
+                   "CREATE INDEX operations_order ON operations (session_id, ordinal)",
+                   "UPDATE store_meta SET value = '3' WHERE key = 'layout_version'"]
+    _sql(db, *statements)
+    assert "WITHOUT ROWID" in _sql(db, "SELECT sql FROM sqlite_master WHERE name = 'operations'")[0][0]
+    reopened = SQLiteStore(db)
+    assert await reopened.list_operations("s") == operations
+    assert [e.to_dict() for e in await reopened.read_events("s")] == [e.to_dict() for e in events]
+    await reopened.aclose()
+    assert _sql(db, "SELECT value FROM store_meta WHERE key = 'layout_version'") == [(str(LAYOUT_VERSION),)]
+    for table in ("operations", "outbox"):
+        assert "WITHOUT ROWID" not in _sql(db, f"SELECT sql FROM sqlite_master WHERE name = '{table}'")[0][0]
+    indexes = {name for (name,) in _sql(db, "SELECT name FROM sqlite_master WHERE type = 'index' "
+                                            "AND tbl_name = 'operations' AND sql IS NOT NULL")}
+    assert indexes == {"operations_purpose", "operations_order"}
+
+
 async def test_a_newer_layout_is_refused_and_the_file_is_unchanged(db):
     storage = SQLiteStore(db)
     await put(storage, AgentState(session_id="s"))
