@@ -279,7 +279,8 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
         for call_id, answer in answers.items():
             if call_id not in deferrals and call_id not in denied_ids:
                 outcome.finished.append(DeniedCall(call=answer.call, result=answer.result,
-                                                   reason="ran before the batch paused", hook=RAN_BEFORE_PAUSE))
+                                                   reason="ran before the batch paused", hook=RAN_BEFORE_PAUSE,
+                                                   injected=answer.injected, stop=answer.stop))
         return outcome
     injected: list[AgentMessage] = []
     appended: list[AgentMessage] = []
@@ -423,6 +424,9 @@ class ToolBatch(_OfRun):
         # A call that deferred itself is answered when it runs again; one that ran before its
         # batch paused was answered then: neither goes through the response hooks now.
         unhooked = call.id in self.deferrals.calls or (given is not None and given.hook == RAN_BEFORE_PAUSE)
+        if given is not None and given.hook == RAN_BEFORE_PAUSE:  # what its hooks said then
+            injected += given.injected
+            stop = given.stop
         if self.aborted is None and not unhooked and pipeline.has(HookSlot.AFTER_TOOL_CALL):
             rt, ctx = self.rt, self.ctx
             decision = await pipeline.after_tool_call(ToolResultHookContext(

@@ -107,9 +107,13 @@ class PendingApprovalItem(BaseModel):
 
 
 class DeniedCall(BaseModel):
-    """A call of the batch that a ``before_tool_call`` hook denied with a synthetic result.
+    """A call of the batch that a ``before_tool_call`` hook denied with a synthetic result,
+    or one answered before the batch paused (``PendingApprovalBatch.finished_calls``).
 
-    It never runs; its ``result`` goes into history when the batch resumes, in call order.
+    It does not run when the batch resumes; its ``result`` goes into history, in call
+    order. For a call that ran before the pause, ``injected`` holds the messages its
+    ``after_tool_call`` hooks added after the answers and ``stop`` whether one of them
+    asked to end the run after this batch (optional fields within schema version 3).
     """
 
     model_config = _FROZEN
@@ -118,6 +122,8 @@ class DeniedCall(BaseModel):
     result: ToolResult
     reason: str | None = None
     hook: str | None = None
+    injected: tuple[AgentMessage, ...] = ()
+    stop: bool = False
 
 
 class PendingApprovalBatch(BaseModel):
