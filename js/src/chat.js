@@ -341,9 +341,7 @@ function createView(model, el, store) {
           h("span", { class: "arknb-tool-name" }, a.tool_name),
           a.risk_level ? h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, a.risk_level) : null),
         a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
-        // A sub-agent's approval, listed here under its name: "cleaner/approval_…".
-        a.approval_id.includes("/") ? h("div", { class: "arknb-muted arknb-approval-source", testid: "arknb-approval-source" },
-          `asked by sub-agent ${a.approval_id.split("/").slice(0, -1).join(" › ")}`) : null,
+        subAgentSource(a),
         h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
         actions,
         err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
@@ -393,9 +391,17 @@ function createView(model, el, store) {
         h("span", { class: "arknb-tool-name" }, a.tool_name),
         h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, "in doubt")),
       a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
+      subAgentSource(a),
       h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
       actions,
       err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
+  }
+
+  // A sub-agent's item, listed here under its name ("cleaner/approval_…", "uploader/op_…").
+  function subAgentSource(a) {
+    return a.approval_id.includes("/") ? h("div", { class: "arknb-muted arknb-approval-source",
+      testid: "arknb-approval-source" }, `asked by sub-agent ${a.approval_id.split("/").slice(0, -1).join(" › ")}`)
+      : null;
   }
 
   /** After a decision, keyboard focus goes to the next card still waiting, else the send box. */

@@ -5,6 +5,8 @@ delegate_task card, and the timeline nests the child's spans under that call
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from playwright.sync_api import expect
 
 CHAT = "[data-testid='arknb-chat'][data-ready='true']"
@@ -143,3 +145,53 @@ def test_the_timeline_nests_a_child_run_under_its_delegate_call_and_marks_compre
     timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first.press("ArrowRight")
     lab.page.wait_for_function(
         "(n) => document.querySelectorAll(\"[data-testid='arknb-span']\").length === n", arg=before)
+
+
+REPO = Path(__file__).resolve().parents[2]
+SUBAGENT_IN_DOUBT = f'''
+import shutil, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {str(REPO)!r})
+import arknb as ark
+from tests.memory._subagent_kit import effects, open_store, uploader
+from tests.runtime._approval_kit import run_until_line
+
+# A parent delegated an upload; the child's process was SIGKILLed while the upload ran.
+folder = Path(tempfile.mkdtemp(prefix="arknb-subagent-doubt-"))
+run_until_line(Path({str(REPO)!r}) / "tests" / "memory" / "_subagent_indoubt_child.py", str(folder), "sqlite",
+               prefix="UPLOADING")
+storage = open_store("sqlite", folder)
+parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(["The report is up."]),
+                                        subagents=[uploader(folder, storage, ["Uploaded report.pdf."])])
+print((await parent.resume()).stop_reason)
+'''
+
+
+def test_a_sub_agents_in_doubt_call_is_marked_done_from_the_parent_chat(lab):
+    notebook = lab.server.write_notebook("subagent_in_doubt.ipynb",
+                                         [SUBAGENT_IN_DOUBT, "chat = ark.ChatWidget(parent)\nchat"])
+    lab.open(notebook)
+    try:
+        assert lab.run_cell(0, timeout=120).strip().endswith("awaiting_approval")
+        lab.run_cell(1)
+        chat = lab.page.locator(CHAT).first
+        chat.wait_for()
+        card = chat.locator("[data-testid='arknb-in-doubt'][data-approval-id^='uploader/']")
+        card.wait_for()
+        expect(card).to_contain_text("upload")
+        assert card.get_by_test_id("arknb-approve").count() == 0  # rerun, mark done or mark failed only
+        expect(card.get_by_test_id("arknb-approval-source")).to_have_text("asked by sub-agent uploader")
+        expect(chat.get_by_test_id("arknb-input-block")).to_contain_text("may or may not have run")
+        lab.screenshot("subagent_in_doubt_card", locator=chat)
+        card.get_by_test_id("arknb-in-doubt-text").fill("uploaded (the bucket has it)")
+        card.get_by_test_id("arknb-mark-done").click()
+        chat.locator("[data-testid='arknb-assistant-text']", has_text="The report is up.").wait_for()
+        expect(card).to_have_count(0)
+        lab.page.wait_for_function("() => document.querySelector(\"[data-testid='arknb-chat']\").dataset.status"
+                                   " === 'completed'")
+        out = lab.kernel_exec("print(effects(folder, 'uploads.log'))\n"
+                              "print([m.text for m in parent.state.history if m.role == 'tool'])")
+        assert "['upload report.pdf']" in out  # it never ran again
+        assert "['Uploaded report.pdf.']" in out
+    finally:
+        lab.kernel_exec("await parent.aclose()\nawait storage.aclose()\nshutil.rmtree(folder, ignore_errors=True)")
