@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, ToolCall, ToolResult
-from arknb.domain.invocation import HookAbort, ModelOutcome, ToolAnswer
+from arknb.domain.invocation import HookAbort, ModelOutcome
 
 from .operation import HookRecord, Operation, OperationPhase, OperationStatus
 from .requests import EventRequest, Interception

@@ -130,6 +130,22 @@ class HookPipeline:
             return _Started(result)
         return self._checked(entry, slot, result)
 
+    async def _call_with_progress(self, entry: HookEntry, slot: HookSlot, ctx: Any,
+                                  progress: HookProgress | None, value: Any) -> Any:
+        """``entry``'s result to act on, or None: ``progress`` recorded the hook already (a
+        restore skips it), or it let ``value`` through or failed open (reported to
+        ``progress`` with ``value`` as it stands)."""
+        if progress is not None:
+            if progress.recorded(entry.name):
+                return None
+            await progress.before_hook(entry.name)
+        result = await self._call(entry, slot, ctx)
+        if result is None or result is _FAILED:
+            if progress is not None:
+                progress.after_hook(_step(entry, result), value)
+            return None
+        return result
+
     async def _call(self, entry: HookEntry, slot: HookSlot, ctx: Any, started: Any = None) -> Any:
         """Call one hook; returns its result, ``None`` (proceed) or ``_FAILED``.
 
@@ -216,14 +232,8 @@ class HookPipeline:
         current = ctx
         rewriter = None  # the last hook that rewrote: the proceed outcome names it
         for entry in self._for_slot(HookSlot.BEFORE_MODEL_CALL):
-            if progress is not None:
-                if progress.recorded(entry.name):
-                    continue
-                await progress.before_hook(entry.name)
-            result = await self._call(entry, HookSlot.BEFORE_MODEL_CALL, current)
-            if result is None or result is _FAILED:
-                if progress is not None:
-                    progress.after_hook(_step(entry, result), request)
+            result = await self._call_with_progress(entry, HookSlot.BEFORE_MODEL_CALL, current, progress, request)
+            if result is None:
                 continue
             if result.action is ModelCallAction.RESPOND:
                 self._decision(HookSlot.BEFORE_MODEL_CALL, entry.name, "respond", result.reason,
@@ -295,14 +305,8 @@ class HookPipeline:
         current = ctx
         rewriter = None
         for entry in self._for_slot(HookSlot.AFTER_MODEL_CALL):
-            if progress is not None:
-                if progress.recorded(entry.name):
-                    continue
-                await progress.before_hook(entry.name)
-            result = await self._call(entry, HookSlot.AFTER_MODEL_CALL, current)
-            if result is None or result is _FAILED:
-                if progress is not None:
-                    progress.after_hook(_step(entry, result), response)
+            result = await self._call_with_progress(entry, HookSlot.AFTER_MODEL_CALL, current, progress, response)
+            if result is None:
                 continue
             if result.action is not ModelResponseAction.PROCEED:
                 self._decision(HookSlot.AFTER_MODEL_CALL, entry.name, result.action.value, result.reason,
@@ -332,14 +336,8 @@ class HookPipeline:
         current = ctx
         rewriter = None
         for entry in self._for_slot(HookSlot.BEFORE_TOOL_CALL):
-            if progress is not None:
-                if progress.recorded(entry.name):
-                    continue
-                await progress.before_hook(entry.name)
-            result = await self._call(entry, HookSlot.BEFORE_TOOL_CALL, current)
-            if result is None or result is _FAILED:
-                if progress is not None:
-                    progress.after_hook(_step(entry, result), call)
+            result = await self._call_with_progress(entry, HookSlot.BEFORE_TOOL_CALL, current, progress, call)
+            if result is None:
                 continue
             if result.action is not ToolCallAction.PROCEED:
                 self._decision(HookSlot.BEFORE_TOOL_CALL, entry.name, result.action.value, result.reason,
@@ -378,14 +376,8 @@ class HookPipeline:
         current = ctx
         rewriter = None
         for entry in self._for_slot(HookSlot.AFTER_TOOL_CALL):
-            if progress is not None:
-                if progress.recorded(entry.name):
-                    continue
-                await progress.before_hook(entry.name)
-            result = await self._call(entry, HookSlot.AFTER_TOOL_CALL, current)
-            if result is None or result is _FAILED:
-                if progress is not None:
-                    progress.after_hook(_step(entry, result), tool_result)
+            result = await self._call_with_progress(entry, HookSlot.AFTER_TOOL_CALL, current, progress, tool_result)
+            if result is None:
                 continue
             if result.action is ToolResultAction.ABORT:
                 self._decision(HookSlot.AFTER_TOOL_CALL, entry.name, "abort", result.reason,
@@ -506,10 +498,3 @@ def _aborted(entry: HookEntry, result: Any) -> HookStep:
     hook gave none)."""
     reason = result.reason or (result.error.message if result.error is not None else None)
     return HookStep(entry.name, "abort", reason)
-
-
-def _request_summary(request: Any) -> Any:
-    if request is None:
-        return None
-    return {"messages": jsonable(request.messages), "tools": [t.name for t in request.tools],
-            "config": jsonable(request.config)}

@@ -18,7 +18,6 @@ Any object with the two async methods of :class:`EpisodeStore` works as well.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
