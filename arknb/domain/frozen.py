@@ -36,7 +36,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from .json_decode import MAX_JSON_DEPTH, JSONTooDeepError
 
-__all__ = ["DeepFrozenModel", "FrozenDict", "FrozenList", "FrozenJSON", "freeze", "freeze_mapping", "thaw"]
+__all__ = ["DeepFrozenModel", "FrozenDict", "FrozenList", "FrozenJSON", "freeze", "freeze_mapping", "shallow_copy",
+           "thaw"]
 
 _GENERIC = "this value is read-only (a frozen snapshot); x.thaw() or dict(x) / list(x) gives a mutable copy"
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -364,24 +365,33 @@ class DeepFrozenModel(BaseModel):
         """
         if deep or self.__pydantic_extra__ is not None or getattr(self, "__pydantic_private__", None) is not None:
             copied = super().model_copy(update=update, deep=deep)
-            values = copied.__dict__
         else:
-            cls = self.__class__
-            copied = cls.__new__(cls)
-            values = self.__dict__.copy()
-            fields_set = self.__pydantic_fields_set__.copy()
-            if update:
-                values.update(update)
-                fields_set.update(update)
-            _object_setattr(copied, "__dict__", values)
-            _object_setattr(copied, "__pydantic_extra__", None)
-            _object_setattr(copied, "__pydantic_fields_set__", fields_set)
-            _object_setattr(copied, "__pydantic_private__", None)
+            copied = shallow_copy(self, update)
+        values = copied.__dict__
         if update:
             for name, marker in self.__frozen_json__.items():
                 if name in update:
                     values[name] = marker.freeze(update[name])
         return copied
+
+
+def shallow_copy(model: Any, update: Mapping[str, Any] | None = None) -> Any:
+    """A copy of the pydantic ``model`` with ``update`` applied unvalidated, as
+    ``model_copy(update=...)`` makes it, built directly the way pydantic's own ``__copy__``
+    builds it (about half the cost of pydantic's generic path). For models without extra
+    fields or private attributes; the caller passes values it built."""
+    cls = model.__class__
+    copied = cls.__new__(cls)
+    values = model.__dict__.copy()
+    fields_set = model.__pydantic_fields_set__.copy()
+    if update:
+        values.update(update)
+        fields_set.update(update)
+    _object_setattr(copied, "__dict__", values)
+    _object_setattr(copied, "__pydantic_extra__", None)
+    _object_setattr(copied, "__pydantic_fields_set__", fields_set)
+    _object_setattr(copied, "__pydantic_private__", None)
+    return copied
 
 
 _object_setattr = object.__setattr__

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from arknb.domain import ErrorInfo
+from arknb.domain.frozen import shallow_copy
 
 __all__ = ["Attempt", "HookRecord", "Operation", "OperationPhase", "OperationStatus", "purpose_key_for_model",
            "purpose_key_for_tool"]
@@ -41,19 +42,6 @@ class OperationPhase(StrEnum):
 
 
 _PHASE_RANK = {phase: rank for rank, phase in enumerate(OperationPhase)}
-
-
-def _copied(model: BaseModel, changes: dict[str, Any]) -> Any:
-    """A copy of a frozen model with ``changes`` applied, as ``model_copy(update=...)``
-    makes it (no validation: for values the pipeline built), at a fraction of its cost."""
-    new = object.__new__(type(model))
-    values = model.__dict__.copy()
-    values.update(changes)
-    object.__setattr__(new, "__dict__", values)
-    object.__setattr__(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
-    object.__setattr__(new, "__pydantic_extra__", None)
-    object.__setattr__(new, "__pydantic_private__", None)
-    return new
 
 
 class OperationStatus(StrEnum):
@@ -118,7 +106,7 @@ class Attempt(BaseModel):
 
     def ended(self, at: float, outcome: str, *, complete: bool = True) -> Attempt:
         """This attempt ended at ``at`` with ``outcome`` (a copy)."""
-        return _copied(self, {"ended_at": at, "complete": complete, "outcome": outcome})
+        return shallow_copy(self, {"ended_at": at, "complete": complete, "outcome": outcome})
 
 
 class Operation(BaseModel):
@@ -208,7 +196,7 @@ class Operation(BaseModel):
         """A copy with ``changes`` applied, as ``model_copy(update=...)`` makes it (no
         validation: the pipeline passes values it built), at a fraction of its cost: an
         operation changes several times per call."""
-        return _copied(self, changes)
+        return shallow_copy(self, changes)
 
     def with_hooks(self, *records: HookRecord) -> tuple[HookRecord, ...]:
         """``hook_progress`` with ``records`` appended."""
