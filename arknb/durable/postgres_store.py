@@ -73,8 +73,7 @@ PG_LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
         """CREATE OR REPLACE FUNCTION arknb_rows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 UPDATE sessions SET incarnation = md5(random()::text || clock_timestamp()::text)
-                WHERE session_id = COALESCE(NEW.session_id, OLD.session_id)
-                   OR (TG_OP = 'UPDATE' AND session_id = OLD.session_id);
+                WHERE session_id IN (NEW.session_id, OLD.session_id);  -- NEW or OLD is NULL on insert or delete
                 RETURN NULL;
             END $$""",
         *(f"CREATE TRIGGER {table}_changed AFTER INSERT OR UPDATE OR DELETE ON {table} "
