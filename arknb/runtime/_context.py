@@ -6,7 +6,7 @@ import time
 
 from ..domain import CancellationToken, Usage
 
-__all__ = ["RunContext"]
+__all__ = ["OfRun", "RunContext"]
 
 
 class RunContext:
@@ -30,3 +30,18 @@ class RunContext:
         self.started = False
         self.finishing = False
         self.continued = False  # it goes on with an earlier run's id (after a crash or in-doubt calls)
+
+
+class OfRun:
+    """The run a seam-facing object (a model call, a tool batch) belongs to: ``ctx`` is
+    its :class:`RunContext`."""
+
+    __slots__ = ()
+
+    @property
+    def run_id(self) -> str:
+        return self.ctx.run_id
+
+    @property
+    def turn(self) -> int:
+        return self.ctx.turn

@@ -23,6 +23,7 @@ from ..hooks import (
 from ..hooks.contexts import new_chunk_context
 from ..hooks.pipeline import jsonable
 from ..domain.invocation import HookAbort, ModelOutcome
+from ._context import OfRun
 
 if TYPE_CHECKING:
     from ..hooks import HookProgress
@@ -56,7 +57,7 @@ async def call_model(rt: AgentRuntime, ctx: RunContext) -> ModelResponse:
         attempt += 1
 
 
-class ModelCall:
+class ModelCall(OfRun):
     """The phases of one model call attempt: request hooks, the stream, response hooks.
 
     A seam calls :meth:`before`, then :meth:`execute` (unless a hook answered), then
@@ -73,14 +74,6 @@ class ModelCall:
         self.request: ModelRequest | None = None
         self.hook: str | None = None  # the hook that rewrote the request or answered it
         self.ran_after = False  # after() ran in this process (else a seam reuses a committed outcome)
-
-    @property
-    def turn(self) -> int:
-        return self.ctx.turn
-
-    @property
-    def run_id(self) -> str:
-        return self.ctx.run_id
 
     @property
     def has_response_hooks(self) -> bool:

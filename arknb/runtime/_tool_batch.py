@@ -30,6 +30,7 @@ from ..hooks import (
 from ..hooks.pipeline import jsonable
 from ..state import DeniedCall
 from ..tools import ToolContext
+from ._context import OfRun
 from ._model_call import abort_error
 
 if TYPE_CHECKING:
@@ -122,21 +123,7 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
     return planning.plan
 
 
-class _OfRun:
-    """The run a seam-facing object belongs to (``ctx`` is its RunContext)."""
-
-    __slots__ = ()
-
-    @property
-    def run_id(self) -> str:
-        return self.ctx.run_id
-
-    @property
-    def turn(self) -> int:
-        return self.ctx.turn
-
-
-class ToolPlanning(_OfRun):
+class ToolPlanning(OfRun):
     """The request phase of one batch's calls, for the invocation seam.
 
     A seam calls :meth:`decide` for each call of :attr:`calls` in order, or, for a call
@@ -308,7 +295,7 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
     return outcome
 
 
-class ToolBatch(_OfRun):
+class ToolBatch(OfRun):
     """One batch for the invocation seam: the calls that may run, how to run them, and
     how to answer every call of the batch (run, denied or settled) through after_tool_call.
 
