@@ -287,9 +287,8 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             # moment before the runtime lets it go, and nothing is published after that.
             return "a run is in progress: wait for it to finish, or press Stop"
         if self._cards.pending():
-            batch = getattr(getattr(runtime, "state", None), "pending_approval", None)
-            # (a sub-agent's in-doubt call waits in the parent's batch of another kind)
-            if getattr(batch, "kind", None) == "in_doubt" or self._cards.pending_kind("in_doubt"):
+            # By the cards' kinds: a sub-agent's in-doubt call waits in a parent batch of another kind.
+            if self._cards.pending_kind("in_doubt"):
                 return "a call may or may not have run: rerun it, or mark it done or failed first"
             if self._cards.pending_kind("plan"):
                 return "a plan waits for your review: approve or reject it first"
