@@ -66,6 +66,7 @@ async def test_an_in_doubt_call_is_a_card_of_its_kind_and_mark_done_completes_th
     [card] = chat.approvals
     assert card["kind"] == "in_doubt" and card["tool_name"] == "send_mail" and card["decision"] == "pending"
     assert _tool_status(chat, "c1") == "in_doubt"  # not "awaiting approval": nobody is asked to approve it
+    assert chat.input_block.startswith("a call may or may not have run")
     await _click(chat, {"type": "mark_done", "approval_id": card["approval_id"], "text": "seen in the outbox"})
     result = await asyncio.wait_for(runtime.current_run.wait(), 10) if runtime.current_run else runtime.last_result
     assert result.stop_reason == "completed" and runtime.sent == []
