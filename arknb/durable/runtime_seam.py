@@ -8,11 +8,13 @@ in the same transactions: the outbox.
 
 Commit points per turn (DESIGN §13), and which wait for the disk:
 
-- model call ``executing``, and its ``raw_saved``+``completed`` (one commit when no
-  ``after_model_call`` hook is registered: the response phase is then bookkeeping only):
-  not synced. A model call has no side effects, so a record a power cut loses costs a
-  repeated call, as the recovery table says; a killed process loses nothing, and the
-  next synced commit (the tool batch's) carries them to the disk;
+- model call ``executing``: not synced. A model call has no side effects, so a record a
+  power cut loses costs a repeated call, as the recovery table says; a killed process
+  loses nothing, and the next synced commit (the tool batch's) carries it to the disk;
+- its ``raw_saved``+``completed`` (one record when no ``after_model_call`` hook is
+  registered: the response phase is then bookkeeping only): staged, so it rides the
+  commit of what the response starts (the tool batch's ``executing`` records, an
+  approval's pending batch, the terminal save), and it is flushed before any hook runs;
 - the tool batch's ``executing`` rows: one synced commit before any tool runs;
 - each tool's ``raw_saved``+``completed``: synced as the tool returns;
 - the state saves after model text and after a tool batch: deferred to the next commit,
@@ -219,7 +221,8 @@ class DurableInvocations(ToolOperations):
         self.bus.remember(operation)
 
     async def flush_staged(self) -> None:
-        """Write the staged operations now (not synced: see OperationProgress), if any."""
+        """Write the staged operations now (not synced), if any: called before a hook runs,
+        so what happened before it stays recorded if the process dies in it."""
         if self._staged:
             await self._commit(sync=False)
 
@@ -291,6 +294,17 @@ class DurableInvocations(ToolOperations):
         return operation.copy_with(changes) if changes else operation
 
     async def _commit_operations(self, operations: tuple[Operation, ...], sync: bool) -> None:
+        if not sync and all(op.kind == MODEL_CALL and op.completed for op in operations):
+            # A finished model call is committed with what its response starts (seed 004 §5:
+            # a step's result and the next step's intent commit together): the tool batch's
+            # executing records, an approval's pending batch, the run's terminal save, or
+            # the staged records flushed before any hook is called (flush_staged). Until
+            # then only runtime code runs; a process killed meanwhile finds the call
+            # executing, and the recovery table makes that a new attempt (a model call
+            # has no side effects).
+            for operation in operations:
+                self.stage(operation)
+            return
         await self._commit(operations=operations, sync=sync)
 
     async def save(self, state: AgentState, *, reason: str, mandatory: bool) -> int | None:

@@ -119,6 +119,9 @@ class DirectInvocations:
     async def flush(self) -> None:
         return None
 
+    async def flush_staged(self) -> None:
+        return None  # (nothing is ever held back)
+
     async def aclose(self) -> None:
         return None
 

@@ -321,6 +321,7 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, set
 async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, *, has_tools: bool) -> NextStep:
     action = "accept"
     if rt._pipeline.has(HookSlot.ON_TURN_COMPLETION):
+        await rt._invocations.flush_staged()  # a record held back is committed before user code runs
         decision = await rt._pipeline.on_turn_completion(TurnCompletionHookContext(
             session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, message=message, turn=ctx.turn))
         if decision.action is TurnCompletionAction.ABORT:

@@ -74,6 +74,7 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
         hook_ctx = StatePersistenceHookContext(session_id=rt.session_id, run_id=run_id,
                                                state=candidate if candidate is not None else rt.state,
                                                reason=reason, mandatory=mandatory, run_error=run_error)
+        await rt._invocations.flush_staged()  # a record held back is committed before user code runs
         decision = await pipeline.before_persist_state(hook_ctx)
         if decision.action is PersistAction.SKIP:  # only reachable when not mandatory
             rt._emit(EventTypes.STATE_PERSISTED, flat_payload(reason=reason, mandatory=mandatory, skipped=True,
