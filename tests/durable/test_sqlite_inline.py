@@ -10,6 +10,8 @@ import contextlib
 import sqlite3
 import threading
 
+import pytest
+
 from arknb.domain import AgentMessage, ErrorCode
 from arknb.durable import SQLiteStore
 from arknb.durable.store import Commit
@@ -58,9 +60,13 @@ async def test_a_held_write_lock_sends_the_commit_to_the_worker_and_the_loop_kee
     other.execute("BEGIN IMMEDIATE")  # another process's writer holds the lock
     saving = asyncio.ensure_future(store.save(_state("s", 3, revision)))
     ticks = 0
-    while store._queued == 0:  # the in-line attempt found the lock taken and handed the commit over
+    for _ in range(100):  # the in-line attempt finds the lock taken and hands the commit over
+        if store._queued:
+            break
         assert not saving.done(), saving
         await asyncio.sleep(0)
+    else:
+        pytest.fail("the commit never reached the worker")
     for _ in range(50):  # the loop runs while the worker waits for the lock
         ticks += 1
         await asyncio.sleep(0)
