@@ -139,6 +139,8 @@ class DurableInvocations(ToolOperations):
         self.results: dict[str, ToolResult] = {}
         self.answers: dict[str, Any] = {}
         self._call_turns: dict[tuple[str, str], int] = {}  # (run, call id) -> the turn that used it first
+        # Purpose key of a call's next attempt -> the deferred attempt before it (_tool_purpose).
+        self._deferred_before: dict[str, Operation] = {}
         self.bus = InvocationBus(store, session_id=self.session_id, commit=self._commit_operations,
                                  clock=scope.clock)
         self.bus.register_handler(MODEL_CALL, 1, self._run_model, idempotent=True, sync=False)
@@ -314,6 +316,8 @@ class DurableInvocations(ToolOperations):
         each. Under the session's lease this seam is the only writer: it returns the
         revision the save will have (``state.revision + 1``) and commits it with the base
         revision it last stored."""
+        if state.pending_approval is not None:
+            await self.prepare_next_attempts(state)
         stored, pending = self._stored, self._pending
         expected = stored if pending is None else pending.revision + 1
         if stored is None or state.revision != expected:
