@@ -35,6 +35,7 @@ DEFAULT_MAX_WORKERS = min(32, (os.cpu_count() or 1) + 4)
 """The default executor's rule for how many blocking calls run at once."""
 
 _STOP = object()
+_POSTED = object()  # the "future" of a call nobody waits for (post)
 
 
 class WorkerThreads:
@@ -84,6 +85,15 @@ class WorkerThreads:
         future = loop.create_future()
         self._submit((loop, future, contextvars.copy_context(), fn, args, kwargs))
         return await future
+
+    def post(self, fn: Callable[..., Any], /, *args: Any) -> None:
+        """Run ``fn(*args)`` on a worker thread without waiting for it (nobody is told when
+        it ends; its exceptions are ignored, so ``fn`` reports its own).
+
+        Raises:
+            RuntimeError: after :meth:`stop`.
+        """
+        self._submit((None, _POSTED, None, fn, args, {}))
 
     def stop(self, last: Callable[[], Any] | None = None, *, wait: bool = False) -> None:
         """Refuse new calls; the threads finish the queued ones, then exit.
@@ -148,6 +158,12 @@ def _work(jobs: queue.SimpleQueue, pool: _PoolState) -> None:
         if future is None:  # the ``last`` call of stop()
             _quietly(fn)
             continue
+        if future is _POSTED:
+            _quietly(fn, *args)
+            del fn, args, kwargs
+            with pool.lock:
+                pool.idle += 1
+            continue
         try:
             value = context.run(fn, *args, **kwargs)
         except BaseException as exc:  # handed to the awaiting task, which decides
@@ -178,9 +194,9 @@ def _settle(future: asyncio.Future, value: Any, error: BaseException | None) -> 
         future.set_exception(error)
 
 
-def _quietly(fn: Callable[[], Any]) -> None:
+def _quietly(fn: Callable[..., Any], *args: Any) -> None:
     try:
-        fn()
+        fn(*args)
     except Exception:  # noqa: BLE001 - a clean-up step must not kill the worker
         pass
 

@@ -161,11 +161,12 @@ LAYOUT_VERSION: int = len(LAYOUT_STEPS)
 _BUSY_TIMEOUT_S = 30.0
 
 
-def open_database(path: Path) -> sqlite3.Connection:
+def open_database(path: Path, *, any_thread: bool = False) -> sqlite3.Connection:
     """Open (creating if needed) the database at ``path`` and bring its layout up to date.
 
     The connection is in autocommit mode: callers open their transactions with
-    :func:`transaction`. It belongs to the thread that opened it.
+    :func:`transaction`. It belongs to the thread that opened it (with ``any_thread``
+    any thread may use it; the caller then makes sure only one does at a time).
 
     Raises:
         ArkError: ``state_corrupt`` if the file is not an arknb database (not SQLite,
@@ -174,7 +175,7 @@ def open_database(path: Path) -> sqlite3.Connection:
             left as it was.
         sqlite3.Error: anything else SQLite refuses (permissions, I/O, locks).
     """
-    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=not any_thread)
     try:
         # Read before any write (the journal mode below rewrites the file header):
         # a file that is not ours, or is newer, must stay byte for byte as it was.

@@ -82,6 +82,24 @@ async def test_stop_runs_the_last_call_after_the_queued_ones_then_refuses_new_ca
         await workers.run(order.append, "too late")
 
 
+async def test_a_posted_call_runs_in_order_with_the_others_and_its_failure_stops_nothing():
+    workers = WorkerThreads(max_workers=1, name="post")
+    order: list[str] = []
+
+    def fail() -> None:
+        order.append("posted failing")
+        raise RuntimeError("nobody waits for this")
+
+    workers.post(order.append, "posted")
+    workers.post(fail)
+    assert await workers.run(lambda: order.append("awaited") or len(order)) == 3
+    assert order == ["posted", "posted failing", "awaited"]
+    assert workers.thread_count == 1  # the failure did not cost the thread
+    workers.stop(wait=True)
+    with pytest.raises(RuntimeError):
+        workers.post(order.append, "late")
+
+
 def test_max_workers_must_be_a_positive_int():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="max_workers"):

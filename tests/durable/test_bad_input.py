@@ -99,10 +99,14 @@ async def test_a_full_disk_fails_the_run_clearly_and_the_session_restores_to_its
 
     limit_set = asyncio.Event()
 
+    def limit(conn):  # per connection: the worker's, and the one commits are made in line on
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0] + 8}")
+
     async def limit_after_first_batch(event):
         if event.payload["call"]["id"] == "c0" and not limit_set.is_set():
-            await store._worker.run(lambda: store._conn.execute(
-                f"PRAGMA max_page_count = {store._conn.execute('PRAGMA page_count').fetchone()[0] + 8}"))
+            await store._worker.run(limit, store._conn)
+            if store._here is not None:
+                limit(store._here)
             limit_set.set()
 
     runtime.bus.subscribe(ark.EventTypes.TOOL_AFTER, limit_after_first_batch)

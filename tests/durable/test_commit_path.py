@@ -29,13 +29,13 @@ async def test_a_value_committed_before_a_secret_was_learnt_is_redacted_in_the_o
     call = ark.ToolCall(id="c1", name="learn", arguments_json=f'{{"token": "{KEY}"}}')
     runtime = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[call]), "done"]),
                                tools=[ark.tool(learn)], storage=store, session_id="s1")
-    original = store._commit
+    original = store.commit
 
-    def spy(commit):
+    async def spy(commit):
         store_ops.extend(commit.operations)
-        return original(commit)
+        return await original(commit)
 
-    store._commit = spy
+    store.commit = spy
     result = await runtime.run("go")
     assert result.stop_reason == "completed", result.error
     assert any(KEY in text for text in seen_executing)  # not known yet when the call began
