@@ -16,6 +16,9 @@ Points:
   second), and the child is killed before the parent's second pending batch is saved.
 - ``plain``: the parent's batch is ``p0`` and ``t1`` (``transfer``, which stages the
   transfer and defers itself to a person; run again it carries the staged transfer out).
+- ``plain_decided``: the control case. The pause of ``plain`` is saved and a person
+  approves it; the child is killed as the decided batch starts, before ``t1``'s next
+  attempt commits anything (the decision is saved, nothing ran).
 
 Usage: python _defer_kill_child.py <directory> <point>
 """
@@ -33,7 +36,7 @@ from arknb.durable.runtime_seam import DurableInvocations  # noqa: E402
 from arknb.durable import OperationStatus  # noqa: E402
 from tests.durable._defer_kit import parent_runtime  # noqa: E402
 
-POINTS = ("delegate", "delegate_second", "plain")
+POINTS = ("delegate", "delegate_second", "plain", "plain_decided")
 DEFERRING = {"delegate": "d1", "delegate_second": "d1.a1", "plain": "t1"}
 
 
@@ -58,13 +61,33 @@ def stop_before_pending_save(store, point: str) -> None:
     DurableInvocations.save = stopping_save
 
 
+def stop_when_the_decided_batch_runs() -> None:
+    """SIGKILL point of ``plain_decided``: the parent's second tool batch starts (after the
+    approval's save), before its operations are committed."""
+    run_tools = DurableInvocations.run_tools
+    batches = []
+
+    async def stopping_run_tools(self, batch):
+        if self.session_id == "boss":
+            batches.append(batch.batch_id)
+            if len(batches) == 2:
+                print("READY plain_decided", flush=True)
+                await asyncio.Event().wait()  # until SIGKILL
+        return await run_tools(self, batch)
+
+    DurableInvocations.run_tools = stopping_run_tools
+
+
 async def main(directory: str, point: str) -> None:
     folder = Path(directory)
     store = ark.SQLiteStore(folder / "arknb.sqlite3")
-    stop_before_pending_save(store, point)
-    parent = parent_runtime(folder, store, point, first_process=True)
+    if point == "plain_decided":
+        stop_when_the_decided_batch_runs()
+    else:
+        stop_before_pending_save(store, point)
+    parent = parent_runtime(folder, store, "plain" if point == "plain_decided" else point, first_process=True)
     result = await parent.run("Free some disk space.")
-    if point == "delegate_second":
+    if point in ("delegate_second", "plain_decided"):
         # The first pause is saved: a person approves the cleaner's first call at the parent.
         pending = parent.controller.list_pending_approvals()
         assert result.stop_reason == "awaiting_approval" and len(pending) == 1, (result, pending)

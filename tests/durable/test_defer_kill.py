@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 import arknb as ark
 from arknb.durable import OperationStatus
 
@@ -148,8 +146,7 @@ async def test_a_plain_tool_killed_before_its_pending_batch_is_saved_waits_for_t
         await store.aclose()
 
 
-@pytest.mark.parametrize("decision", ["deny"])
-async def test_a_plain_tool_killed_before_its_pause_is_saved_and_then_denied_never_runs_again(tmp_path, decision):
+async def test_a_plain_tool_killed_before_its_pause_is_saved_and_then_denied_never_runs_again(tmp_path):
     store = await _killed_in_the_window(tmp_path, "plain", "t1")
     parent, model = await _restore(tmp_path, store, "plain")
     try:
@@ -160,6 +157,26 @@ async def test_a_plain_tool_killed_before_its_pause_is_saved_and_then_denied_nev
         assert result.stop_reason == "completed"
         assert effects(tmp_path, "transfers.log") == ["staged t1"]
         assert _answers(parent.state.history)["t1"].startswith("tool_denied")
+        assert_history_paired(parent.state.history)
+        _model_saw_each_call_answered_once(model)
+    finally:
+        await parent.aclose()
+        await store.aclose()
+
+
+async def test_a_plain_tool_whose_pause_was_saved_and_approved_before_the_kill_is_not_asked_again(tmp_path):
+    """The control case: the pause was saved and approved, and the kill came as the decided
+    batch started. The decision stands: the call runs once, nobody is asked again."""
+    run_until_line(CHILD, str(tmp_path), "plain_decided", prefix="READY plain_decided")
+    assert effects(tmp_path, "transfers.log") == ["staged t1"]
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    parent, model = await _restore(tmp_path, store, "plain")
+    try:
+        result = await asyncio.wait_for(parent.resume(), 60)
+        assert result.stop_reason == "completed", result
+        assert parent.controller.list_pending_approvals() == []
+        assert effects(tmp_path, "transfers.log") == ["staged t1", "transferred t1"]
+        assert _answers(parent.state.history) == {"p0": "/parent holds 3 files", "t1": "transferred 100"}
         assert_history_paired(parent.state.history)
         _model_saw_each_call_answered_once(model)
     finally:
