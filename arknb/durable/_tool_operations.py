@@ -183,11 +183,13 @@ class ToolOperations:
         attempt's intent are one commit (seed 004 §5), which tells a restore whether the
         deferral reached a person."""
         batch = state.pending_approval
+        made = {call.id: call for call in batch.model_message.tool_calls}
         for item in batch.items:
             purpose = await self._tool_purpose(batch.run_id, item.tool_call.id, state.current_loop_count, True)
             if purpose in self._deferred_before and await self._find(purpose, True) is None:
+                original = made.get(item.tool_call.id, item.tool_call)  # as the model made it, like run_tools
                 self.stage(self.bus.new_operation(EventRequest(
-                    TOOL_CALL, 1, {"call": item.tool_call.model_dump(mode="json"), "turn": state.current_loop_count},
+                    TOOL_CALL, 1, {"call": original.model_dump(mode="json"), "turn": state.current_loop_count},
                     purpose)))
 
     async def _run_tool(self, request: EventRequest) -> dict:

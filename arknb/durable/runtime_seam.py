@@ -16,7 +16,12 @@ Commit points per turn (DESIGN §13), and which wait for the disk:
   commit of what the response starts (the tool batch's ``executing`` records, an
   approval's pending batch, the terminal save), and it is flushed before any hook runs;
 - the tool batch's ``executing`` rows: one synced commit before any tool runs;
-- each tool's ``raw_saved``+``completed``: synced as the tool returns;
+- each tool's ``raw_saved``+``completed``: synced as the tool returns (also a call's
+  deferral, ``ToolContext.defer``);
+- a pending batch's save carries, for each call that deferred itself, its next attempt's
+  operation (``prepared``): a restore that finds a deferral without one knows the
+  process ended before the pause was saved, and asks the person (an idempotent tool
+  runs again instead);
 - the state saves after model text and after a tool batch: deferred to the next commit,
   because what they add is already durable in the operations (a restore rebuilds it
   from them); user input, approvals and terminal saves are committed at once, synced.

@@ -16,6 +16,9 @@ Points:
   second), and the child is killed before the parent's second pending batch is saved.
 - ``plain``: the parent's batch is ``p0`` and ``t1`` (``transfer``, which stages the
   transfer and defers itself to a person; run again it carries the staged transfer out).
+- ``plain_second``: ``transfer`` needs two confirmations; the first pause is saved and
+  approved, the call runs again and defers again, and the child is killed before the
+  second pause is saved.
 - ``plain_decided``: the control case. The pause of ``plain`` is saved and a person
   approves it; the child is killed as the decided batch starts, before ``t1``'s next
   attempt commits anything (the decision is saved, nothing ran).
@@ -36,15 +39,15 @@ from arknb.durable.runtime_seam import DurableInvocations  # noqa: E402
 from arknb.durable import OperationStatus  # noqa: E402
 from tests.durable._defer_kit import parent_runtime  # noqa: E402
 
-POINTS = ("delegate", "delegate_second", "plain", "plain_decided")
-DEFERRING = {"delegate": "d1", "delegate_second": "d1.a1", "plain": "t1"}
+POINTS = ("delegate", "delegate_second", "plain", "plain_second", "plain_decided")
+DEFERRING = {"delegate": "d1", "delegate_second": "d1.a1", "plain": "t1", "plain_second": "t1.a1"}
 
 
 def stop_before_pending_save(store, point: str) -> None:
     """SIGKILL point: the parent's seam saves a state with its pending batch (the last of
     them for ``delegate_second``); the deferring call's operation is committed by then."""
     save = DurableInvocations.save
-    wanted = 2 if point == "delegate_second" else 1
+    wanted = 2 if point in ("delegate_second", "plain_second") else 1
     seen = []
 
     async def stopping_save(self, state, *, reason, mandatory):
@@ -87,7 +90,7 @@ async def main(directory: str, point: str) -> None:
         stop_before_pending_save(store, point)
     parent = parent_runtime(folder, store, "plain" if point == "plain_decided" else point, first_process=True)
     result = await parent.run("Free some disk space.")
-    if point in ("delegate_second", "plain_decided"):
+    if point in ("delegate_second", "plain_second", "plain_decided"):
         # The first pause is saved: a person approves the cleaner's first call at the parent.
         pending = parent.controller.list_pending_approvals()
         assert result.stop_reason == "awaiting_approval" and len(pending) == 1, (result, pending)

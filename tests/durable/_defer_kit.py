@@ -2,7 +2,7 @@
 point, its tools and scripts. Tools append a line per execution to files in the test's
 directory: ``counted.log`` (``count_files``), ``effects.log`` (the cleaner's
 ``clear_cache``), ``transfers.log`` (``transfer``: ``staged`` when it defers,
-``transferred`` when it carries a staged transfer out)."""
+``confirm`` when it defers again, ``transferred`` when it carries a staged transfer out)."""
 
 from __future__ import annotations
 
@@ -24,31 +24,33 @@ CLEANER_FIRST = {
 CLEANER_REST = {"delegate": ["The cache at /tmp/cache is cleared."], "delegate_second": ["Both caches are cleared."]}
 """The cleaner's turns after the restore."""
 PARENT_REST = {"delegate": "The cleaner freed the space.", "delegate_second": "The cleaner freed the space.",
-               "plain": "The money is sent."}
+               "plain": "The money is sent.", "plain_second": "The money is sent."}
 
 
-def transfer_tool(directory: Path) -> ark.Tool:
+def transfer_tool(directory: Path, confirmations: int = 1) -> ark.Tool:
     """``transfer`` stages a transfer and hands it to a person (``ctx.defer``); run again
-    with the same call id (once approved) it carries the staged transfer out."""
+    with the same call id (once approved) it asks again until it has ``confirmations``
+    approvals, then carries the staged transfer out."""
     folder = Path(directory)
 
     @ark.tool
     def transfer(amount: int, ctx: ark.ToolContext) -> str:
         """Transfer money (a person confirms it)."""
         staged = folder / f"staged-{ctx.call_id}"
+        asked = int(staged.read_text()) if staged.exists() else 0
         with (folder / "transfers.log").open("a") as log:
-            if staged.exists():
+            if asked >= confirmations:
                 log.write(f"transferred {ctx.call_id}\n")
                 return f"transferred {amount}"
-            staged.write_text(str(amount))
-            log.write(f"staged {ctx.call_id}\n")
-        return ctx.defer(f"confirm the transfer of {amount}")
+            staged.write_text(str(asked + 1))
+            log.write(f"{'staged' if asked == 0 else 'confirm'} {ctx.call_id}\n")
+        return ctx.defer(f"confirm the transfer of {amount}" + (" once more" if asked else ""))
 
     return transfer
 
 
 def _parent_turn(point: str) -> ScriptedTurn:
-    second = (call("t1", "transfer", 1, amount=100) if point == "plain"
+    second = (call("t1", "transfer", 1, amount=100) if point.startswith("plain")
               else call("d1", "delegate_task", 1, agent="cleaner", task="Clear the caches."))
     return ScriptedTurn(tool_calls=[call("p0", "count_files", 0, path="/parent"), second])
 
@@ -56,8 +58,8 @@ def _parent_turn(point: str) -> ScriptedTurn:
 def parent_options(directory: Path, store, point: str, *, first_process: bool) -> dict:
     """The keyword arguments of the parent ``boss`` (for ``AgentRuntime`` or ``restore``)."""
     count_files = effect_tools(directory)[1]
-    if point == "plain":
-        return {"tools": [count_files, transfer_tool(directory)]}
+    if point.startswith("plain"):
+        return {"tools": [count_files, transfer_tool(directory, 2 if point == "plain_second" else 1)]}
     turns = CLEANER_FIRST[point] if first_process else CLEANER_REST[point]
     return {"tools": [count_files], "subagents": [cleaner(directory, store, list(turns))]}
 

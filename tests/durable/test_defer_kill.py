@@ -117,33 +117,43 @@ async def test_a_delegation_killed_before_its_second_pause_is_saved_never_asks_t
         await store.aclose()
 
 
+def _transferred_once(directory: Path, parent: ark.AgentRuntime, model: ark.ScriptedModel, before: list[str]) -> None:
+    """The run carried the transfer out once after what ran ``before``, and the model got
+    every call answered once."""
+    assert effects(directory, "transfers.log") == [*before, "transferred t1"]
+    assert effects(directory, "counted.log") == ["counted /parent"]  # the sibling never ran again
+    assert _answers(parent.state.history) == {"p0": "/parent holds 3 files", "t1": "transferred 100"}
+    assert_history_paired(parent.state.history)
+    _model_saw_each_call_answered_once(model)
+
+
+async def _asked_then_approved(directory: Path, point: str, deferring: str, before: list[str], reason: str) -> None:
+    """Killed in the window, restored: the run waits for the person with the recorded
+    deferral (nothing ran again), and only the approval carries the transfer out."""
+    store = await _killed_in_the_window(directory, point, deferring)
+    assert effects(directory, "transfers.log") == before
+    parent, model = await _restore(directory, store, point)
+    try:
+        result = await asyncio.wait_for(parent.resume(), 60)
+        assert result.stop_reason == "awaiting_approval", result
+        assert effects(directory, "transfers.log") == before  # nothing ran before the person decided
+        [item] = parent.controller.list_pending_approvals()
+        assert item.tool_call.id == "t1" and item.reason == reason
+        decided = await parent.controller.approve(item.approval_id)
+        assert decided.ok and decided.all_decided
+        result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        assert result.stop_reason == "completed" and result.text == PARENT_REST[point]
+        _transferred_once(directory, parent, model, before)
+    finally:
+        await parent.aclose()
+        await store.aclose()
+
+
 async def test_a_plain_tool_killed_before_its_pending_batch_is_saved_waits_for_the_person(tmp_path):
     """``transfer`` deferred itself to a person and was killed before its pause was saved:
     restored, it must not run again as if approved (run again, it carries the staged
     transfer out); the person is asked, and only the approval carries it out."""
-    store = await _killed_in_the_window(tmp_path, "plain", "t1")
-    assert effects(tmp_path, "transfers.log") == ["staged t1"]
-
-    parent, model = await _restore(tmp_path, store, "plain")
-    try:
-        result = await asyncio.wait_for(parent.resume(), 60)
-        assert result.stop_reason == "awaiting_approval", result
-        assert effects(tmp_path, "transfers.log") == ["staged t1"]  # nothing ran before the person decided
-        [item] = parent.controller.list_pending_approvals()
-        assert item.tool_call.id == "t1" and item.reason == "confirm the transfer of 100"
-        decided = await parent.controller.approve(item.approval_id)
-        assert decided.ok and decided.all_decided
-        result = await asyncio.wait_for(parent.current_run.wait(), 60)
-        assert result.stop_reason == "completed" and result.text == PARENT_REST["plain"]
-
-        assert effects(tmp_path, "transfers.log") == ["staged t1", "transferred t1"]
-        assert effects(tmp_path, "counted.log") == ["counted /parent"]
-        assert _answers(parent.state.history) == {"p0": "/parent holds 3 files", "t1": "transferred 100"}
-        assert_history_paired(parent.state.history)
-        _model_saw_each_call_answered_once(model)
-    finally:
-        await parent.aclose()
-        await store.aclose()
+    await _asked_then_approved(tmp_path, "plain", "t1", ["staged t1"], "confirm the transfer of 100")
 
 
 async def test_a_plain_tool_killed_before_its_pause_is_saved_and_then_denied_never_runs_again(tmp_path):
@@ -175,10 +185,15 @@ async def test_a_plain_tool_whose_pause_was_saved_and_approved_before_the_kill_i
         result = await asyncio.wait_for(parent.resume(), 60)
         assert result.stop_reason == "completed", result
         assert parent.controller.list_pending_approvals() == []
-        assert effects(tmp_path, "transfers.log") == ["staged t1", "transferred t1"]
-        assert _answers(parent.state.history) == {"p0": "/parent holds 3 files", "t1": "transferred 100"}
-        assert_history_paired(parent.state.history)
-        _model_saw_each_call_answered_once(model)
+        _transferred_once(tmp_path, parent, model, ["staged t1"])
     finally:
         await parent.aclose()
         await store.aclose()
+
+
+async def test_a_plain_tool_killed_before_its_second_pause_is_saved_is_not_answered_by_the_first_decision(tmp_path):
+    """``transfer`` needs two confirmations: the first was saved and approved, the call ran
+    again and deferred again, and the kill came before that pause was saved. The first
+    approval (still the last resolved one in the saved state) does not answer the second."""
+    await _asked_then_approved(tmp_path, "plain_second", "t1.a1", ["staged t1", "confirm t1"],
+                               "confirm the transfer of 100 once more")
