@@ -43,6 +43,17 @@ class ToolOperations:
             operation = await self._find(purpose, planning.continued)
             if operation is not None and _replay_plan(planning, operation):
                 continue
+            earlier = self._deferred_before.get(purpose) if operation is None else None
+            if earlier is not None and not self.scope.is_idempotent(call.name):
+                # The call ran and deferred itself, and no operation of its next attempt exists:
+                # the pause's save commits one (prepare_next_attempts), so the process ended
+                # between the deferral's commit and that save, and no person saw it. It waits
+                # for one now: run again, it would run twice, and a tool would take its second
+                # run for the approval it never had. (An idempotent one, e.g. delegate_task,
+                # runs again: it picks up what it started and defers again as it stands now.)
+                reason, kind, detail = _self_deferral(earlier)
+                planning.defer(call_of(earlier.effective_input), reason, kind, detail, ran=True)
+                continue
             if operation is None:
                 operation = self.bus.new_operation(EventRequest(
                     TOOL_CALL, 1, {"call": call.model_dump(mode="json"), "turn": planning.turn}, purpose))
@@ -160,10 +171,26 @@ class ToolOperations:
         # committed that answer; run again once decided (under the same run id), each
         # attempt is an operation of its own: ``...:{call_id}.a1``, ``.a2``, ...
         attempt, current = 0, purpose
-        while _deferred(await self.store.find_operation(self.session_id, current)):
+        while _deferred(operation := await self.store.find_operation(self.session_id, current)):
             attempt += 1
             current = f"{purpose}.a{attempt}"
+            self._deferred_before[current] = operation
         return current
+
+    async def prepare_next_attempts(self, state: Any) -> None:
+        """Stage, with the save of ``state``'s pending batch, the next attempt's operation
+        (``prepared``) of each item whose call deferred itself: the pause and the next
+        attempt's intent are one commit (seed 004 §5), which tells a restore whether the
+        deferral reached a person."""
+        batch = state.pending_approval
+        made = {call.id: call for call in batch.model_message.tool_calls}
+        for item in batch.items:
+            purpose = await self._tool_purpose(batch.run_id, item.tool_call.id, state.current_loop_count, True)
+            if purpose in self._deferred_before and await self._find(purpose, True) is None:
+                original = made.get(item.tool_call.id, item.tool_call)  # as the model made it, like run_tools
+                self.stage(self.bus.new_operation(EventRequest(
+                    TOOL_CALL, 1, {"call": original.model_dump(mode="json"), "turn": state.current_loop_count},
+                    purpose)))
 
     async def _run_tool(self, request: EventRequest) -> dict:
         batch, call = self.tool_calls[request.purpose_key]
@@ -171,7 +198,12 @@ class ToolOperations:
         effective = call if payload == call.model_dump(mode="json") else ToolCall.model_validate(payload)
         result = await batch.execute_one(effective, idempotency_key=request.idempotency_key)
         self.results[request.purpose_key] = result
-        return result.model_dump(mode="json")
+        answer = result.model_dump(mode="json")
+        deferral = batch.deferrals.calls.get(effective.id)
+        if deferral is not None:  # what a restore needs to ask the person, if the pause is not saved
+            reason, kind, detail = deferral
+            answer[_DEFERRAL] = {"reason": reason, "kind": kind, "detail": detail}
+        return answer
 
     async def classify_unanswered(self, run_id: str, calls: list[ToolCall], turn: int
                                   ) -> tuple[list, list, list]:
@@ -301,6 +333,19 @@ def _turn_of(operation: Operation) -> int | None:
 def _raise_cancel(ctx: Any) -> None:
     if ctx.cancel.cancelled:
         raise ctx.cancel.error()
+
+
+_DEFERRAL = "deferral"
+"""The key of a deferred call's result JSON holding its (reason, kind, detail)."""
+
+
+def _self_deferral(operation: Operation) -> tuple[str, str, dict | None]:
+    """The (reason, item kind, detail) a call that deferred itself gave."""
+    result = operation.raw_result if isinstance(operation.raw_result, Mapping) else {}
+    recorded = result.get(_DEFERRAL) if isinstance(result.get(_DEFERRAL), Mapping) else {}
+    reason = recorded.get("reason") or tool_result(result).text.removeprefix("deferred: ") or "deferred"
+    detail = recorded.get("detail")
+    return reason, recorded.get("kind") or "tool", dict(detail) if isinstance(detail, Mapping) else None
 
 
 def _deferred(operation: Operation | None) -> bool:

@@ -16,7 +16,12 @@ Commit points per turn (DESIGN §13), and which wait for the disk:
   commit of what the response starts (the tool batch's ``executing`` records, an
   approval's pending batch, the terminal save), and it is flushed before any hook runs;
 - the tool batch's ``executing`` rows: one synced commit before any tool runs;
-- each tool's ``raw_saved``+``completed``: synced as the tool returns;
+- each tool's ``raw_saved``+``completed``: synced as the tool returns (also a call's
+  deferral, ``ToolContext.defer``);
+- a pending batch's save carries, for each call that deferred itself, its next attempt's
+  operation (``prepared``): a restore that finds a deferral without one knows the
+  process ended before the pause was saved, and asks the person (an idempotent tool
+  runs again instead);
 - the state saves after model text and after a tool batch: deferred to the next commit,
   because what they add is already durable in the operations (a restore rebuilds it
   from them); user input, approvals and terminal saves are committed at once, synced.
@@ -139,6 +144,8 @@ class DurableInvocations(ToolOperations):
         self.results: dict[str, ToolResult] = {}
         self.answers: dict[str, Any] = {}
         self._call_turns: dict[tuple[str, str], int] = {}  # (run, call id) -> the turn that used it first
+        # Purpose key of a call's next attempt -> the deferred attempt before it (_tool_purpose).
+        self._deferred_before: dict[str, Operation] = {}
         self.bus = InvocationBus(store, session_id=self.session_id, commit=self._commit_operations,
                                  clock=scope.clock)
         self.bus.register_handler(MODEL_CALL, 1, self._run_model, idempotent=True, sync=False)
@@ -314,6 +321,8 @@ class DurableInvocations(ToolOperations):
         each. Under the session's lease this seam is the only writer: it returns the
         revision the save will have (``state.revision + 1``) and commits it with the base
         revision it last stored."""
+        if state.pending_approval is not None:
+            await self.prepare_next_attempts(state)
         stored, pending = self._stored, self._pending
         expected = stored if pending is None else pending.revision + 1
         if stored is None or state.revision != expected:

@@ -240,7 +240,7 @@ def _apply_resolved(rt: AgentRuntime, plan: BatchPlan) -> None:
     for deferred in plan.deferred:
         call = deferred.call
         record = decided.get(call.id)
-        if record is None or record.tool_name != call.name:
+        if record is None or record.tool_name != call.name or deferred.ran:
             still.append(deferred)
             continue
         # The recorded decision, answered by the item's own kind (a rejected plan reads as one).

@@ -56,6 +56,9 @@ class Deferred(NamedTuple):
     risk: ToolRisk
     kind: str = "tool"
     detail: dict | None = None
+    ran: bool = False
+    """True for a call that ran and deferred itself before a crash saved no pause for it:
+    a decision recorded for an earlier pause of the same call does not answer it."""
 
 
 @dataclass(slots=True)
@@ -201,10 +204,12 @@ class ToolPlanning(OfRun):
         return denied
 
     def defer(self, call: ToolCall, reason: str, kind: str = "tool", detail: dict | None = None, *,
-              risk: ToolRisk | None = None) -> Deferred:
+              risk: ToolRisk | None = None, ran: bool = False) -> Deferred:
         """Add ``call`` as deferred to a person, as an item of ``kind`` (an approval kind's
-        name, with its ``detail``)."""
-        deferred = Deferred(call, reason, risk or self._tools.risk_of(call.name) or ToolRisk.SAFE, kind, detail)
+        name, with its ``detail``); ``ran``: the call deferred itself while it ran, in a
+        process that ended before its pause was saved."""
+        deferred = Deferred(call, reason, risk or self._tools.risk_of(call.name) or ToolRisk.SAFE, kind, detail,
+                            ran)
         self.plan.deferred.append(deferred)
         return deferred
 

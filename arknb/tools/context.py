@@ -63,7 +63,10 @@ class ToolContext:
         again (with the same ``call_id``, so the tool can pick up what it started) and a
         denied one is answered ``tool_denied``; an extension's approval ``kind`` may
         decide otherwise. A sub-agent waiting for its own approvals defers its
-        ``delegate_task`` call this way.
+        ``delegate_task`` call this way. On a durable store, a process that ends after
+        the call deferred and before the pause was saved leaves a restore to ask the
+        person with what the call gave here (it does not run again), unless the tool
+        is ``idempotent`` (it runs again, as ``delegate_task`` does to pick its child up).
 
         Raises:
             ArkError: ``invalid_argument`` outside a call the runtime runs, or with an
