@@ -19,7 +19,8 @@ the worker waits for the lock, the event loop does not), when it comes from anot
 thread, or when the recent in-line commits took longer than
 :attr:`SQLiteStore.inline_limit` on average, the disk's answer included (a slow disk:
 the next ``_SLOW_PAUSE`` commits). The in-line connection never checkpoints the log; the
-worker does, every ``_CHECKPOINT_EVERY`` in-line commits.
+worker does, every ``_CHECKPOINT_EVERY`` in-line commits, and the commits made meanwhile
+go to the worker after it.
 
 The rows are written by :mod:`arknb.durable._sql` and the layout lives in
 :mod:`arknb.durable._database`.
@@ -185,10 +186,23 @@ class SQLiteStore(RowStore):
         return self._committed(commit, written)
 
     def _checkpoint_soon(self) -> None:
-        """Have the worker copy the log into the database file, without waiting for it
-        (PASSIVE: the checkpoint waits for no reader or writer either)."""
-        if not self._closed:
-            self._worker.post(self._checkpoint_log)
+        """Have the worker copy the log into the database file, without waiting for it.
+
+        Counted as a queued call, so commits go to the worker until it is done: no commit
+        of this store writes while it runs, so it copies the whole log and the next commit
+        starts the log again from its beginning (a checkpoint racing in-line commits could
+        fall behind them for good, and the log would grow without end). PASSIVE: it waits
+        for no other process's reader or writer either."""
+        if self._closed:
+            return
+        with self._queued_lock:
+            self._queued += 1
+        ticket = [False]
+        try:
+            self._worker.post(self._counted, ticket, ErrorCode.STATE_SAVE_FAILED, "checkpoint", self._checkpoint_log,
+                              (), {})
+        except RuntimeError:  # the worker is stopped (the store is closing): nothing to do
+            self._uncount(ticket)
 
     def _checkpoint_log(self) -> None:
         try:

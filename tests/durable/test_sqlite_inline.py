@@ -124,9 +124,10 @@ async def test_in_line_commits_have_the_worker_checkpoint_the_log(tmp_path):
     store = _store(db)
     await _save_turns(store, "s", 1)
     await _save_turns(store, "s", 1000, start=1)
-    assert store.inline_commits == 1000
+    # While a checkpoint is queued the next commit goes to the worker (one per checkpoint at most).
+    assert 1000 - 5 <= store.inline_commits <= 1000
     await store._call(ErrorCode.STATE_LOAD_FAILED, "wait for the worker", lambda: None)  # the posted checkpoints ran
-    assert store.checkpoints == 1000 // 200
+    assert store.checkpoints == store.inline_commits // 200
     # The log restarts from its beginning after a checkpoint: it holds the last commits'
     # pages, not the 1,000 commits' (about 2,700 frames without checkpoints).
     with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
