@@ -6,7 +6,9 @@ the store is opened once, as an application would.
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +29,7 @@ except ImportError as exc:
 
 timer = ModelBuildTimer()
 workdir = Path(tempfile.mkdtemp(prefix="arknb-bench-sqlite-"))
+atexit.register(shutil.rmtree, workdir, ignore_errors=True)  # the database goes with the process
 sessions = itertools.count()
 store = None
 
