@@ -168,8 +168,7 @@ class SQLiteStore(RowStore):
             self._here_full = commit.sync
         started = time.perf_counter()
         try:
-            with transaction(conn, write=True):
-                written = _sql.write_commit(conn, _sql.SQLITE, commit, time.time(), self._written, self._where)
+            written = self._write_commit(conn, commit)
         except sqlite3.OperationalError as exc:
             if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:
                 return _BUSY  # rolled back (or never begun): the worker makes it, waiting for the lock
@@ -195,9 +194,7 @@ class SQLiteStore(RowStore):
         for no other process's reader or writer either."""
         if self._closed:
             return
-        with self._queued_lock:
-            self._queued += 1
-        ticket = [False]
+        ticket = self._count()
         try:
             self._worker.post(self._counted, ticket, ErrorCode.STATE_SAVE_FAILED, "checkpoint", self._checkpoint_log,
                               (), {})
@@ -237,9 +234,7 @@ class SQLiteStore(RowStore):
             raise ArkError(ErrorLayer.STORAGE, code, f"{action}: {self!r} is closed; open a new store to go on")
         # Counted from here until the worker finished it (not until this task stops waiting:
         # a cancelled wait leaves the call running, and no commit may overtake it).
-        with self._queued_lock:
-            self._queued += 1
-        ticket = [False]  # True once uncounted
+        ticket = self._count()
         try:
             return await self._worker.run(self._counted, ticket, code, action, work, args, kwargs)
         except RuntimeError:
@@ -252,6 +247,12 @@ class SQLiteStore(RowStore):
             return self._guarded(code, action, work, args, kwargs)
         finally:
             self._uncount(ticket)
+
+    def _count(self) -> list:
+        """Count one more worker call as queued; the ticket it returns uncounts it once."""
+        with self._queued_lock:
+            self._queued += 1
+        return [False]  # True once uncounted
 
     def _uncount(self, ticket: list) -> None:
         with self._queued_lock:
@@ -321,9 +322,12 @@ class SQLiteStore(RowStore):
         conn = self._connection(create=True)
         assert conn is not None
         self._sync(conn, commit.sync)
+        return self._committed(commit, self._write_commit(conn, commit))
+
+    def _write_commit(self, conn: sqlite3.Connection, commit: Commit) -> _sql.Written | None:
+        """``commit``'s rows in one write transaction on ``conn`` (the worker's or the in-line one)."""
         with transaction(conn, write=True):
-            written = _sql.write_commit(conn, _sql.SQLITE, commit, time.time(), self._written, self._where)
-        return self._committed(commit, written)
+            return _sql.write_commit(conn, _sql.SQLITE, commit, time.time(), self._written, self._where)
 
     def _sync(self, conn: sqlite3.Connection, full: bool) -> None:
         if full != self._full:
