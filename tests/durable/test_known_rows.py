@@ -148,19 +148,27 @@ def test_the_knowledge_is_bounded_and_forgets_the_least_recently_used():
     assert rows.get("c") is None and rows.get("b") is not None and len(known) == 2
 
 
-async def test_a_layout_2_file_gets_incarnations_and_keeps_its_sessions(tmp_path):
-    backend = Sqlite(tmp_path)
+async def _saved_then_taken_back(backend, *statements: str):
+    """A session saved by ``backend``'s store, the database then taken back to an older
+    layout by ``statements``, and a store of a new process reopening it: the store, after
+    checking the session loads as it was saved."""
     store = backend.store()
     state = AgentState(session_id="s", history=_messages("one", "two"))
     await store.save(state)
     await store.aclose()
-    # Take the file back to layout 2, as an arknb before incarnations wrote it.
-    backend.sql(*(f"DROP TRIGGER {t}_{op}" for t in ("messages", "usages") for op in ("insert", "update", "delete")),
-                "ALTER TABLE sessions DROP COLUMN incarnation",
-                "UPDATE store_meta SET value = '2' WHERE key = 'layout_version'")
+    backend.sql(*statements)
     _forget_everything()
     reopened = backend.store()
     assert (await reopened.load("s")).history == state.history
+    return reopened
+
+
+async def test_a_layout_2_file_gets_incarnations_and_keeps_its_sessions(tmp_path):
+    backend = Sqlite(tmp_path)
+    # Take the file back to layout 2, as an arknb before incarnations wrote it.
+    reopened = await _saved_then_taken_back(
+        backend, *(f"DROP TRIGGER {t}_{op}" for t in ("messages", "usages") for op in ("insert", "update", "delete")),
+        "ALTER TABLE sessions DROP COLUMN incarnation", "UPDATE store_meta SET value = '2' WHERE key = 'layout_version'")
     with contextlib.closing(sqlite3.connect(backend.db)) as conn:
         assert conn.execute("SELECT value FROM store_meta").fetchone() == (str(LAYOUT_VERSION),)
         (token,) = conn.execute("SELECT incarnation FROM sessions").fetchone()
@@ -171,17 +179,10 @@ async def test_a_layout_2_file_gets_incarnations_and_keeps_its_sessions(tmp_path
 
 
 async def test_a_layout_1_postgres_database_gets_incarnations_and_keeps_its_sessions(pg_dsn):
-    backend = Postgres(pg_dsn)
-    store = backend.store()
-    state = AgentState(session_id="s", history=_messages("one", "two"))
-    await store.save(state)
-    await store.aclose()
-    backend.sql("DROP TRIGGER messages_changed ON messages", "DROP TRIGGER usages_changed ON usages",
-                "DROP FUNCTION arknb_rows_changed()", "ALTER TABLE sessions DROP COLUMN incarnation",
-                "UPDATE store_meta SET value = '1' WHERE key = 'layout_version'")
-    _forget_everything()
-    reopened = backend.store()
-    assert (await reopened.load("s")).history == state.history
+    reopened = await _saved_then_taken_back(
+        Postgres(pg_dsn), "DROP TRIGGER messages_changed ON messages", "DROP TRIGGER usages_changed ON usages",
+        "DROP FUNCTION arknb_rows_changed()", "ALTER TABLE sessions DROP COLUMN incarnation",
+        "UPDATE store_meta SET value = '1' WHERE key = 'layout_version'")
     import psycopg
 
     with psycopg.connect(pg_dsn) as conn:
