@@ -207,20 +207,22 @@ class InvocationPipeline:
             done = operation.advance(OperationPhase.COMPLETED, at=self._clock())
             await self._write((done,), self._sync_for(done))
             return
-        trivial = _trivial(interceptor, operation)
-        if not trivial:
-            # raw_saved: a finished sibling survives a crash of the batch
+        # A trivial response phase (no hook can change the result) is run at once and
+        # committed with the raw result: one commit instead of two. Not while an earlier
+        # call's response phase is still to come: this call would wait for it with its
+        # result in memory only, so raw_saved is committed first. A finished sibling
+        # survives a crash of the batch (DESIGN §13) whichever call of it finishes first.
+        saved = not _trivial(interceptor, operation) or (previous is not None and not previous.done())
+        if saved:
             await self._write((operation,), self._sync_for(operation))
         if previous is not None:
             await asyncio.wait({previous})
             if not previous.cancelled() and previous.exception() is not None:
                 # An earlier response phase failed (a commit, a hook's exception): this one
                 # stays raw_saved for a restore, and its waiter learns why.
-                if trivial:
+                if not saved:
                     await self._write((operation,), self._sync_for(operation))
                 raise previous.exception()
-        # A trivial response phase (no hook can change the result) is run first and
-        # committed with the raw result: one commit instead of two.
         await self._finish_response(operation, interceptor)
 
     async def _finish_response(self, operation: Operation, interceptor: Interceptor) -> None:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import arknb as ark
 
-POINTS = ("before_batch", "one_done_one_running", "tool_started", "after_tool_hook", "model_stream",
-          "after_model_hook", "between_commits")
+POINTS = ("before_batch", "one_done_one_running", "later_done_earlier_running", "tool_started", "after_tool_hook",
+          "model_stream", "after_model_hook", "between_commits")
 
 
 def open_store(kind: str, directory: str | Path):
@@ -57,12 +57,14 @@ def make_tools(directory: str | Path, *, idempotent: bool = False, on_slow=None,
     return [fast, slow]
 
 
-def script(chunk_delay: float = 0.0) -> list:
+def script(chunk_delay: float = 0.0, *, slow_first: bool = False) -> list:
+    """One turn calling ``fast`` (c1) and ``slow`` (c2), or with ``slow_first`` ``slow``
+    (c1) and ``fast`` (c2): the later call finishes while the earlier one runs."""
+    names = ("slow", "fast") if slow_first else ("fast", "slow")
     return [
         ark.ScriptedTurn(text=["Running ", "both."], tool_calls=[
-            ark.ToolCall(id="c1", name="fast", arguments_json=json.dumps({"n": 1}), index=0),
-            ark.ToolCall(id="c2", name="slow", arguments_json=json.dumps({"n": 2}), index=1)],
-            chunk_delay=chunk_delay),
+            ark.ToolCall(id=f"c{i + 1}", name=name, arguments_json=json.dumps({"n": i + 1}), index=i)
+            for i, name in enumerate(names)], chunk_delay=chunk_delay),
         ark.ScriptedTurn(text="Both finished."),
     ]
 
@@ -79,7 +81,7 @@ async def main(kind: str, directory: str, session_id: str, point: str, idempoten
     store = open_store(kind, directory)
 
     async def on_slow(ctx: ark.ToolContext) -> None:
-        if point in ("one_done_one_running", "tool_started"):
+        if point in ("one_done_one_running", "later_done_earlier_running", "tool_started"):
             if point == "one_done_one_running" and kind in ("sqlite", "postgres"):
                 # Kill only once the finished sibling's result is committed.
                 while True:
@@ -87,10 +89,20 @@ async def main(kind: str, directory: str, session_id: str, point: str, idempoten
                     if op is not None and op.completed:
                         break
                     await asyncio.sleep(0.01)
+            if point == "later_done_earlier_running":
+                # Kill once the later sibling (c2, fast) has finished and its result is
+                # committed; a runtime that keeps it in memory is killed after 20 s.
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:
+                    op = await store.find_operation(session_id, f"{ctx.run_id}:c2")
+                    if op is not None and op.phase.rank >= ark.durable.OperationPhase.RAW_SAVED.rank:
+                        break
+                    await asyncio.sleep(0.01)
             ready(point)
             await hang()
 
-    model = ark.ScriptedModel(script(chunk_delay=0.05 if point == "model_stream" else 0.0))
+    model = ark.ScriptedModel(script(chunk_delay=0.05 if point == "model_stream" else 0.0,
+                                     slow_first=point == "later_done_earlier_running"))
     runtime = ark.AgentRuntime(model, tools=make_tools(directory, idempotent=idempotent, on_slow=on_slow),
                                storage=store, session_id=session_id)
 

@@ -93,6 +93,27 @@ async def test_killed_with_one_tool_finished_and_one_running_the_finished_one_ne
     await store.aclose()
 
 
+async def test_killed_while_an_earlier_call_runs_a_later_call_that_finished_never_runs_again(tmp_path):
+    """The later call (c2, ``fast``) finishes first; with no after_tool_call hook its
+    response phase waits for the earlier call's, and its result must be committed before
+    it waits, not only in memory: after the kill it is reused, and only c1 is in doubt."""
+    await crash(tmp_path, "sqlite", "later_done_earlier_running")
+    assert counts(tmp_path) == {"fast": 1, "slow": 1}
+    store, model, runtime = await restore(tmp_path, "sqlite", ["Both finished."])
+    [item] = runtime.controller.list_in_doubt()
+    assert item.tool_call.name == "slow" and item.tool_call.id == "c1"
+
+    await runtime.controller.mark_done(item.operation_id, "slow 1 done (checked by hand)")
+    result = await finish(runtime)
+    assert result.stop_reason == "completed" and result.text == "Both finished."
+    assert counts(tmp_path) == {"fast": 1, "slow": 1}  # the finished call did not run again
+    assert tool_answers(runtime) == {"c1": "slow 1 done (checked by hand)", "c2": "fast 2 done"}
+    ops = {op.purpose_key.split(":")[-1]: op for op in await store.list_operations("s1")}
+    assert ops["c2"].completed and ops["c2"].status is OperationStatus.SUCCEEDED and ops["c2"].result_source is None
+    await runtime.aclose()
+    await store.aclose()
+
+
 async def test_an_in_doubt_call_a_person_reruns_runs_again_with_the_same_idempotency_key(tmp_path):
     await crash(tmp_path, "sqlite", "one_done_one_running")
     store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."])
