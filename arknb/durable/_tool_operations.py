@@ -10,7 +10,6 @@ and the calls a person decides after one (in doubt).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,12 +21,18 @@ from ._interceptors import (
     APPROVAL, OperationProgress, call_of, deferral, deny_reason, planned_phase, recorded_abort, tool_answer,
     tool_result,
 )
+from ._pipeline import close_last
 from .operation import HookRecord, Operation, OperationPhase, OperationStatus, purpose_key_for_tool
 from .requests import EventRequest
 
-__all__ = ["TOOL_CALL", "ToolOperations"]
+__all__ = ["MODEL_CALL", "TOOL_CALL", "ToolOperations"]
 
+MODEL_CALL = "model_call"
 TOOL_CALL = "tool_call"
+
+_SETTLE_S = 2.0
+"""How long a run that ended waits for its cancelled calls' tasks to end before completing
+what they left open (a call still running then completes its own record when it ends)."""
 
 
 class ToolOperations:
@@ -273,14 +278,45 @@ class ToolOperations:
                     is_error=True, error_code=ErrorCode.CANCELLED.value)
         return known
 
-    async def abandon_in_doubt(self, batch: Any) -> None:
-        """A cancelled run's in-doubt calls: completed as indeterminate (nobody decides them now)."""
-        error = ArkError(ErrorLayer.CANCELLED, ErrorCode.CANCELLED, "the run was cancelled while this call was in doubt")
-        for item in batch.items:
-            if item.approval_id.startswith("op_"):
-                with contextlib.suppress(ArkError):  # decided meanwhile, or unknown: nothing to abandon
-                    await self.bus.settle(item.approval_id, status=OperationStatus.INDETERMINATE, error=error.info(),
-                                          source="cancel")
+    async def close_run(self, run_id: str, reason: str, error: Any) -> None:
+        """Complete the operations run ``run_id`` left open when it ended for good
+        (``reason``: cancelled, failed, aborted, ...; ``error``: the run's ``ErrorInfo`` or
+        None), so that none of a finished run looks in flight: a saved result stands (its
+        response hooks never ran), a call that began and left no result is
+        ``indeterminate`` (nobody decides it now), one that never began (awaiting approval,
+        a deferral's next attempt, a sibling of an aborted call) ``failed``. Pipelines
+        still running in this process complete their own operations; the records ride
+        the terminal save."""
+        operations = await self.store.list_operations(self.session_id, run_id=run_id)
+        open_ids = {op.operation_id for op in operations if not op.completed}
+        if open_ids & set(self.bus.running()):
+            # Calls of a cancelled batch end as their tasks unwind, each with its own record.
+            running = await self.bus.wait_running(open_ids, _SETTLE_S)
+            operations = await self.store.list_operations(self.session_id, run_id=run_id)
+        else:
+            running = set()
+        # The newest record of each: one staged (not written yet) is newer than its row.
+        newest = {op.operation_id: op for op in operations}
+        newest.update((op_id, op) for op_id, op in self._staged.items() if op.run_id == run_id)
+        now = self.scope.clock()
+        if error is None:
+            error = ArkError(ErrorLayer.TOOL, ErrorCode.NOT_EXECUTED, f"not executed: the run ended {reason}").info()
+        for operation in newest.values():
+            if not operation.completed and operation.operation_id not in running:
+                self.stage(_closed(operation, now, reason, error))
+
+
+def _closed(operation: Operation, now: float, reason: str, error: Any) -> Operation:
+    """``operation`` completed as its run ended (see ``ToolOperations.close_run``)."""
+    if operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
+        return operation.advance(OperationPhase.COMPLETED, at=now)  # (its status came with the result)
+    attempts = operation.attempts
+    began = bool(attempts) and attempts[-1].ended_at is None
+    # A model call has no side effects: one that began and was cut off simply failed.
+    unknown = operation.in_doubt or (began and operation.kind != MODEL_CALL)
+    return operation.advance(OperationPhase.COMPLETED, at=now, error=error, result_source="run_end",
+                             status=OperationStatus.INDETERMINATE if unknown else OperationStatus.FAILED,
+                             attempts=close_last(attempts, now, f"the run ended {reason}", complete=False))
 
 
 def _replay_plan(planning: Any, operation: Operation) -> bool:

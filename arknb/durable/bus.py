@@ -300,6 +300,15 @@ class InvocationBus(InvocationPipeline):
         """Ids of the operations whose pipeline runs in this process now."""
         return tuple(self._running)
 
+    async def wait_running(self, operation_ids: set[str], timeout: float) -> set[str]:
+        """Wait up to ``timeout`` seconds for the pipelines of ``operation_ids`` that run
+        in this process to end (each commits its operation's record as it ends); returns
+        the ids still running then. Nothing is cancelled."""
+        tasks = [task for op_id, task in self._running.items() if op_id in operation_ids]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        return {op_id for op_id in operation_ids if op_id in self._running}
+
     def __repr__(self) -> str:
         return (f"InvocationBus(session_id={self.session_id!r}, handlers={sorted(self._handlers)}, "
                 f"running={len(self._running)}{', closed' if self._closed else ''})")

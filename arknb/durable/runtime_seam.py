@@ -24,7 +24,10 @@ Commit points per turn (DESIGN §13), and which wait for the disk:
   runs again instead);
 - the state saves after model text and after a tool batch: deferred to the next commit,
   because what they add is already durable in the operations (a restore rebuilds it
-  from them); user input, approvals and terminal saves are committed at once, synced.
+  from them); user input, approvals and terminal saves are committed at once, synced;
+- a run that ends for good before completing (cancelled, failed, aborted) completes the
+  operations it left open (``close_run``), with the terminal save: none of a finished
+  run stays looking in flight.
 
 The phases themselves (hooks, the stream, the tools) are the runtime's own
 (``ModelCall`` and ``ToolBatch`` objects it passes in); this module only decides what is
@@ -46,7 +49,7 @@ from arknb.state import AgentState
 
 from ._interceptors import ModelInterceptor, ToolInterceptor, call_of, model_outcome, recorded_abort, response_json
 from ._outbox import kept_in_outbox
-from ._tool_operations import TOOL_CALL, ToolOperations, _raise_cancel
+from ._tool_operations import MODEL_CALL, TOOL_CALL, ToolOperations, _raise_cancel
 from .bus import InvocationBus
 from .operation import Operation, OperationStatus, purpose_key_for_model
 from .requests import EventRequest
@@ -56,7 +59,6 @@ __all__ = ["DurableInvocations", "MODEL_CALL", "TOOL_CALL"]
 
 _log = logging.getLogger("arknb.durable")
 
-MODEL_CALL = "model_call"
 
 # The fields of an operation that hold what tools, models, hooks and people returned.
 _REDACTED_FIELDS = ("raw_input", "effective_input", "raw_result", "effective_result", "error", "hook_progress")

@@ -25,7 +25,8 @@ What a seam implements (structurally; ``arknb.durable`` does not import this mod
   terminal event); ``await aclose()``.
 - ``await known_results(run_id, calls, turn) -> {call id: ToolResult}``: what is known of
   unanswered calls whose run is cancelled (an operation's result); ``await
-  abandon_in_doubt(batch)``: a cancelled run's in-doubt calls will never be decided.
+  close_run(run_id, reason, error)``: a run that ended for good (cancelled, failed,
+  aborted, ...) leaves no operation open (its in-doubt calls will never be decided).
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..domain import ToolCall, ToolResult
+from ..domain import ErrorInfo, ToolCall, ToolResult
 from ..domain.invocation import CallsInDoubt, InDoubtCall, ModelOutcome, ToolAnswer
-from ..state import AgentState, PendingApprovalBatch, PendingApprovalItem
+from ..state import AgentState, PendingApprovalItem
 
 if TYPE_CHECKING:
     from ..events import EventBus
@@ -113,8 +114,8 @@ class DirectInvocations:
     async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
         return {}  # without operations nothing is known of a call a crash left unanswered
 
-    async def abandon_in_doubt(self, batch: PendingApprovalBatch) -> None:
-        return None
+    async def close_run(self, run_id: str, reason: str, error: ErrorInfo | None) -> None:
+        return None  # (no operations)
 
     async def flush(self) -> None:
         return None

@@ -9,6 +9,7 @@ event and ``after_run`` happen exactly once, and ``finally`` releases the active
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, ToolRisk
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
 __all__ = ["drive"]
+
+_log = logging.getLogger("arknb.runtime")
 
 
 class _InputRefused(Exception):
@@ -204,8 +207,7 @@ async def _answer_cancelled(rt: AgentRuntime, ctx: RunContext, paused: PendingAp
     if paused is not None:
         for item in (*paused.denied_calls, *paused.finished_calls):  # denied, or ran before the batch paused
             known.setdefault(item.call.id, item.result)
-        if paused.kind == IN_DOUBT:
-            await rt._invocations.abandon_in_doubt(paused)
+        if paused.kind == IN_DOUBT:  # (their operations are completed indeterminate by _finish)
             for item in paused.items:
                 known[item.tool_call.id] = ToolResult.from_text(
                     "cancelled while its outcome was unknown: the process ended while this call ran, and the run "
@@ -255,6 +257,17 @@ def _apply_resolved(rt: AgentRuntime, plan: BatchPlan) -> None:
             plan.denied.append(DeniedCall(call=call, result=result, reason=record.deny_reason or "denied by the user",
                                           hook="approval"))
     plan.deferred = still
+
+
+async def _close_operations(rt: AgentRuntime, ctx: RunContext, reason: StopReason, error: ArkError | None) -> None:
+    """Complete what the run's operations left open, within the save time limit: the run's
+    own ending matters more (its terminal save reports a failing store)."""
+    closing = rt._invocations.close_run(rt.state.current_run_id or ctx.run_id, reason.value,
+                                        error.info() if error else None)
+    try:
+        await asyncio.wait_for(closing, rt.save_timeout)
+    except (ArkError, asyncio.TimeoutError) as exc:
+        _log.warning("could not complete the open operations of run %s: %r", ctx.run_id, exc)
 
 
 def _close_stale_run(rt: AgentRuntime) -> None:
@@ -425,6 +438,9 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
     elif not reason.resumable:
         # Seed 003 §4.3: a checkpoint only with every call paired (e.g. an abort in before_tool_call).
         rt._answer_unanswered(f"not executed: the run ended {reason.value}")
+    if not reason.resumable and reason is not StopReason.COMPLETED:
+        # Ended for good: no operation of the run stays open (a completed run leaves none).
+        await _close_operations(rt, ctx, reason, error)
     rt._set_state(is_running=reason.resumable, last_error=error.info() if error else None,
                   last_stop_reason=reason.value)
     if not saved_already:
