@@ -139,6 +139,11 @@ class AgentState(DeepFrozenModel):
         this arknb does not know (it is named in the error), no nesting deep enough to
         exhaust the parser. A UTF-8 byte order mark is accepted.
 
+        A document of this version is parsed once, by pydantic (:func:`current_document`);
+        any other, and any document it refuses, is parsed with ``json`` first, which
+        migrates it or names what is wrong: the same documents are refused either way,
+        with the same errors.
+
         Args:
             text: the JSON document.
             source: where it came from (file path, session); named in every error.
@@ -213,6 +218,8 @@ def current_document(text: str) -> AgentState | None:
                                                    for item in state.pending_approval.items):
         return None
     return state
+
+
 _TOO_DEEP = "nested too deeply to be a state document"
 
 
