@@ -105,6 +105,36 @@ def test_a_nonfinite_number_anywhere_is_refused_with_the_two_parse_error(place, 
     assert number.lstrip("-") in error.message or "too large" in error.message
 
 
+MALFORMED = {
+    # What json refuses, pydantic's parser must refuse too (or the one-parse way would accept it).
+    "control_character": ("history.0.contents.0.text", '"a\x01b"'),
+    "raw_newline": ("history.0.contents.0.text", '"a\nb"'),
+    "bad_escape": ("history.0.contents.0.text", '"a\\qb"'),
+    "leading_zero": ("total_loop_count", "07"),
+    "bare_dot": ("updated_at", "1."),
+    "dot_first": ("updated_at", ".5"),
+    "plus_sign": ("total_loop_count", "+7"),
+    "empty_exponent": ("updated_at", "1e"),
+    "lowercase_constant": ("metadata.owner", "nan"),
+    "python_constant": ("metadata.owner", "True"),
+    "single_quotes": ("metadata.owner", "'workshop'"),
+    "trailing_comma": ("metadata.nested.list", "[1, 2,]"),
+    "int_of_4301_digits": ("metadata.owner", "1" + "0" * 4300),
+    "int_field_of_4301_digits": ("total_loop_count", "1" + "0" * 4300),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_json_that_pythons_parser_refuses_is_refused_with_the_two_parse_error(kind, monkeypatch):
+    place, token = MALFORMED[kind]
+    text = _text_with(place, token)
+    assert current_document(text) is None
+    with pytest.raises(ArkError) as info:
+        AgentState.from_json(text, source="session 's' (test)")
+    assert info.value.code == "state_corrupt"
+    assert info.value.message == _two_parse_error(text, monkeypatch).message
+
+
 def test_nan_written_inside_strings_is_text_and_is_read_in_one_parse():
     doc = _document()
     doc["history"][2]["tool_calls"][0]["arguments_json"] = '{"a": NaN, "b": Infinity, "c": 1e400}'
