@@ -29,6 +29,9 @@ __all__ = ["holds_nonfinite", "open_positions"]
 _OPAQUE = frozenset({"function-before", "function-wrap", "function-plain", "custom-error", "callable",
                      "is-instance", "is-subclass", "json", "decimal", "complex"})
 _ITEMS = ("items_schema", "keys_schema", "values_schema")
+# Keys whose values are data, not schemas (a default may well be a dict with a "type").
+_DATA = frozenset({"metadata", "serialization", "ref", "config", "default", "expected", "members", "cls",
+                   "function", "schema_ref"})
 
 
 def open_positions(model: type) -> frozenset[tuple[str, str]]:
@@ -86,7 +89,7 @@ def _walk(schema: dict, path: tuple[str, ...], defs: dict, refs: frozenset, out:
             _walk(field["schema"], path + (field["name"],), defs, refs, out, nonfinite)
         return
     for key, value in schema.items():
-        if key in ("metadata", "serialization", "ref"):
+        if key in _DATA:
             continue
         step = path + ("*",) if key in _ITEMS else path
         if isinstance(value, dict) and "type" in value:

@@ -238,11 +238,16 @@ class _Coerced(BaseModel):
         return str(value)  # NaN would become "nan": the walk cannot tell, so it reports it
 
 
+class _SchemaLikeDefault(BaseModel):
+    parameters: dict[str, str] = {"type": "float"}  # data that looks like a schema is not read as one
+
+
 def test_open_positions_finds_floats_json_values_python_validators_and_recursion():
     assert open_positions(_Tree) == {("ratio", "float"), ("data.*", "any"), ("children.*", "recursive")}
     assert open_positions(_Coerced) == {("text", "function-before")}
     assert open_positions(_Inner) == frozenset()
     assert open_positions(ContentPart) == frozenset()
+    assert open_positions(_SchemaLikeDefault) == frozenset()
 
 
 @pytest.mark.parametrize("value, expected", [
