@@ -141,8 +141,9 @@ def _parse_state(header: str, bodies: list[list[str]], source: str) -> AgentStat
     """
     # A current header is read in one parse (no json.loads just for its version); one the
     # one-parse way does not take is read as before, which raises what is wrong with it.
-    base = current_document(header) or (AgentState.from_json(header, source=source)
-                                        if _current_version(header) else None)
+    base = current_document(header)
+    if base is None and _current_version(header):
+        base = AgentState.from_json(header, source=source)
     if base is not None:
         items = [VALIDATED_ROWS.items(field, rows) if rows else ()
                  for field, rows in zip(APPEND_ONLY_FIELDS, bodies, strict=True)]
