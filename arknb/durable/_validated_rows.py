@@ -65,7 +65,10 @@ class ValidatedRows:
         # Mostly unknown (a new process): one whole-document validation is cheaper.
         allowed = len(bodies) // 4 if len(bodies) > 64 else len(bodies)
         with self._lock:
-            get = self._items[field].get
+            cache = self._items[field]
+            if not cache and allowed < len(bodies):
+                return None  # nothing known yet (a new process's first load): no lookup can hit
+            get = cache.get
             out = [get(body) for body in bodies]
         for i, item in enumerate(out):
             if item is None:
