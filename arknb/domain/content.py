@@ -19,6 +19,9 @@ class ContentKind(StrEnum):
     DOCUMENT = "document"
 
 
+_TEXT = ContentKind.TEXT
+
+
 class ContentPart(BaseModel):
     """One part of a message.
 
@@ -42,7 +45,8 @@ class ContentPart(BaseModel):
 
     @model_validator(mode="after")
     def _check_payload(self) -> ContentPart:
-        if self.kind is ContentKind.TEXT:
+        # Runs for every part of a restored history: the common text part costs one branch.
+        if self.kind is _TEXT:
             if self.text is None:
                 raise ValueError("a text part needs 'text'")
             if self.url is not None or self.data is not None:

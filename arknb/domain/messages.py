@@ -23,6 +23,9 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
+_ASSISTANT, _SYSTEM, _TOOL = Role.ASSISTANT, Role.SYSTEM, Role.TOOL
+
+
 def _parts(content: str | ContentPart | Iterable[str | ContentPart]) -> tuple[ContentPart, ...]:
     if isinstance(content, str):
         return (ContentPart.from_text(content),)
@@ -62,16 +65,24 @@ class AgentMessage(BaseModel):
 
     @model_validator(mode="after")
     def _check_invariants(self) -> AgentMessage:
+        # Runs for every message of a restored history: one branch per role, with the
+        # checks in the order of the rules above (the first broken one is reported).
         role = self.role
-        if role is Role.SYSTEM and any(not p.is_text for p in self.contents):
-            raise ValueError("a system message may hold text parts only")
-        if role is Role.TOOL and not self.tool_call_id:
-            raise ValueError("a tool message needs 'tool_call_id'")
-        if role is not Role.TOOL and self.tool_call_id is not None:
-            raise ValueError(f"'tool_call_id' belongs on tool messages, not on {role.value} messages")
-        if role is not Role.ASSISTANT and self.tool_calls:
+        if role is _ASSISTANT:
+            if self.tool_call_id is not None:
+                raise ValueError("'tool_call_id' belongs on tool messages, not on assistant messages")
+            return self
+        if role is _TOOL:
+            if not self.tool_call_id:
+                raise ValueError("a tool message needs 'tool_call_id'")
+        else:
+            if role is _SYSTEM and any(not p.is_text for p in self.contents):
+                raise ValueError("a system message may hold text parts only")
+            if self.tool_call_id is not None:
+                raise ValueError(f"'tool_call_id' belongs on tool messages, not on {role.value} messages")
+        if self.tool_calls:
             raise ValueError(f"'tool_calls' belong on assistant messages, not on {role.value} messages")
-        if role is not Role.ASSISTANT and not self.contents:
+        if not self.contents:
             raise ValueError(f"a {role.value} message needs at least one content part (no empty text arrays)")
         return self
 

@@ -22,6 +22,7 @@ from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.events import AgentEvent
 from arknb.state import SCHEMA_VERSION, AgentState
 from arknb.state._encoding import APPEND_ONLY_FIELDS, header_json, splice
+from arknb.state.agent_state import current_document
 
 from ._known_rows import LocationRows, Written, new_incarnation
 from ._outbox import event_from_json, event_to_json
@@ -81,11 +82,14 @@ def load_state(conn: Any, d: Dialect, session_id: str, where: str, cache: Locati
         return AgentState(session_id=session_id, not_resumable=True)
     source = f"session {session_id!r} ({where})"
     known = cache.get(session_id)
+    state = None
     if known is not None and known.describes(revision, tuple(lengths), header, incarnation) \
-            and _current_version(header) and _last_rows_there(conn, d, session_id, lengths):
+            and _last_rows_there(conn, d, session_id, lengths):
         # Unchanged since this process wrote or read it: the (strictly validated, immutable)
-        # items it holds are the rows, so none is read. The header is parsed every time.
-        state = AgentState.from_json(header, source=source)
+        # items it holds are the rows, so none is read. The header is parsed every time; one
+        # that is not of this version, or not valid, goes the reading way, which says why.
+        state = current_document(header)
+    if state is not None:
         sequences = known.sequences
     else:
         state, sequences = _read_state(conn, d, session_id, where, header, lengths, source)
@@ -135,7 +139,11 @@ def _parse_state(header: str, bodies: list[list[str]], source: str) -> AgentStat
     document) or a row that fails alone goes the whole document's way: the header with
     the sequences spliced in, parsed by ``from_json``, whose errors name the field.
     """
-    base = AgentState.from_json(header, source=source) if _current_version(header) else None
+    # A current header is read in one parse (no json.loads just for its version); one the
+    # one-parse way does not take is read as before, which raises what is wrong with it.
+    base = current_document(header)
+    if base is None and _current_version(header):
+        base = AgentState.from_json(header, source=source)
     if base is not None:
         items = [VALIDATED_ROWS.items(field, rows) if rows else ()
                  for field, rows in zip(APPEND_ONLY_FIELDS, bodies, strict=True)]
@@ -144,8 +152,8 @@ def _parse_state(header: str, bodies: list[list[str]], source: str) -> AgentStat
     # An empty sequence is left out (same default).
     present = [(field, rows) for field, rows in zip(APPEND_ONLY_FIELDS, bodies, strict=True) if rows]
     state = AgentState.from_json(splice(header, present), source=source)
-    VALIDATED_ROWS.remember([((field, body), item) for field, rows in present
-                             for body, item in zip(rows, getattr(state, field), strict=True)])
+    for field, rows in present:
+        VALIDATED_ROWS.remember(field, rows, getattr(state, field))
     return state
 
 

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from typing import Any
 
 from arknb.domain import AgentMessage, Usage
+from arknb.state._finite import open_positions
 
 __all__ = ["ValidatedRows", "VALIDATED_ROWS"]
 
 _MODELS = {"history": AgentMessage, "usages": Usage}
+# A row model with no place for a NaN or an infinity (no float or JSON-valued field,
+# state/_finite.py) refuses them in its strict validation: its rows skip the first parse.
+_ONE_PARSE = {field: not open_positions(model) for field, model in _MODELS.items()}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -45,7 +48,9 @@ class ValidatedRows:
     workers load on their own threads)."""
 
     def __init__(self, max_chars: int = 64_000_000) -> None:
-        self._items: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        # One dict per field, keyed by the row text (oldest first): no key tuple is built
+        # per row, and a load of 3,000 rows looks each up in one dict.
+        self._items: dict[str, dict[str, Any]] = {field: {} for field in _MODELS}
         self.misses = 0  # rows validated alone (not found): a benchmark tells cold from warm
         self._chars = 0
         self._max = max_chars
@@ -53,58 +58,80 @@ class ValidatedRows:
 
     def items(self, field: str, bodies: list[str]) -> tuple[Any, ...] | None:
         """The items of ``bodies`` (each from the cache, or validated strictly alone and
-        then cached), or None if one of them does not validate (the caller validates the
-        whole document, which reports where and why)."""
-        out: list[Any] = []
+        then cached), or None if one of them does not validate, or if most are unknown
+        (the caller validates the whole document: cheaper than row by row, and it
+        reports where and why)."""
         missing: list[int] = []
+        # Mostly unknown (a new process): one whole-document validation is cheaper.
+        allowed = len(bodies) // 4 if len(bodies) > 64 else len(bodies)
         with self._lock:
-            cache = self._items
-            for i, body in enumerate(bodies):
-                item = cache.get((field, body))
-                if item is None:
-                    missing.append(i)
-                out.append(item)
+            cache = self._items[field]
+            if not cache and allowed < len(bodies):
+                return None  # nothing known yet (a new process's first load): no lookup can hit
+            get = cache.get
+            out = [get(body) for body in bodies]
+        for i, item in enumerate(out):
+            if item is None:
+                missing.append(i)
+                if len(missing) > allowed:
+                    return None
         if not missing:
             return tuple(out)
-        if len(missing) * 4 > len(bodies) and len(bodies) > 64:
-            return None  # mostly unknown (a new process): one whole-document validation is cheaper
         model = _MODELS[field]
-        fresh = []
+        one_parse = _ONE_PARSE[field]
+        fresh_bodies, fresh_items = [], []
         self.misses += len(missing)
         for i in missing:
             body = bodies[i]
             try:
                 # The same checks as a whole document's (AgentState.from_json): no NaN or
-                # infinity, then strict validation without unknown fields.
-                json.loads(body, parse_constant=_refuse_constant, parse_float=_finite)
+                # infinity (refused by the strict types where the model has no place for
+                # them), then strict validation without unknown fields.
+                if not one_parse:
+                    json.loads(body, parse_constant=_refuse_constant, parse_float=_finite)
                 item = model.model_validate_json(body, strict=True, extra="forbid")
             except (ValueError, TypeError, RecursionError):  # ValidationError is a ValueError
                 return None
             out[i] = item
-            fresh.append(((field, body), item))
-        self.remember(fresh)
+            fresh_bodies.append(body)
+            fresh_items.append(item)
+        self.remember(field, fresh_bodies, fresh_items)
         return tuple(out)
 
-    def remember(self, entries: list[tuple[tuple[str, str], Any]]) -> None:
-        """Add strictly validated ``((field, text), item)`` entries."""
+    def remember(self, field: str, bodies: list[str], items: tuple[Any, ...] | list[Any]) -> None:
+        """Add the items of ``field`` validated strictly from ``bodies`` (one for one)."""
         with self._lock:
-            cache = self._items
-            for key, item in entries:
-                if key not in cache:
-                    cache[key] = item
-                    self._chars += len(key[1])
-            while self._chars > self._max and cache:
-                (_, text), _ = cache.popitem(last=False)
-                self._chars -= len(text)
+            cache = self._items[field]
+            chars = 0
+            for body, item in zip(bodies, items, strict=True):
+                if body not in cache:
+                    cache[body] = item
+                    chars += len(body)
+            self._chars += chars
+            if self._chars > self._max:
+                self._evict()
+
+    def _evict(self) -> None:
+        # The oldest entries of each field go first, until the texts fit again.
+        for cache in self._items.values():
+            dropped = []
+            for body in cache:
+                if self._chars <= self._max:
+                    break
+                dropped.append(body)
+                self._chars -= len(body)
+            for body in dropped:
+                del cache[body]
 
     def clear(self) -> None:
         """Forget every entry (tests; a benchmark's cold restore)."""
         with self._lock:
-            self._items.clear()
+            for cache in self._items.values():
+                cache.clear()
             self._chars = 0
 
     def __len__(self) -> int:
-        return len(self._items)
+        return sum(map(len, self._items.values()))
 
 
 VALIDATED_ROWS = ValidatedRows()

@@ -15,18 +15,19 @@ import json
 import math
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorInfo, ErrorLayer, Usage
 from arknb.domain.frozen import DeepFrozenModel, FrozenJSON
 
+from ._finite import holds_nonfinite, open_positions
 from .approvals import PendingApprovalBatch, ResolvedApproval
 from .context import ContextSummary, context_summaries_of
 from .migrations import SCHEMA_VERSION, migrate
 from .plan import Plan, plan_of
 from .skills import active_skills_of
 
-__all__ = ["SCHEMA_VERSION", "AgentState", "parse_document"]
+__all__ = ["SCHEMA_VERSION", "AgentState", "current_document", "parse_document"]
 
 
 _SNAPSHOT_ORIGIN = ("AgentState.{0} is read-only (the state is a frozen snapshot shared with the runtime): "
@@ -76,6 +77,8 @@ class AgentState(DeepFrozenModel):
         >>> AgentState.from_json(state.to_json()) == state
         True
     """
+
+    model_config = ConfigDict(allow_inf_nan=False)  # (see _finite.py; DESIGN §8 refuses them)
 
     schema_version: int = SCHEMA_VERSION
     session_id: str = Field(min_length=1)
@@ -136,6 +139,11 @@ class AgentState(DeepFrozenModel):
         this arknb does not know (it is named in the error), no nesting deep enough to
         exhaust the parser. A UTF-8 byte order mark is accepted.
 
+        A document of this version is parsed once, by pydantic (:func:`current_document`);
+        any other, and any document it refuses, is parsed with ``json`` first, which
+        migrates it or names what is wrong: the same documents are refused either way,
+        with the same errors.
+
         Args:
             text: the JSON document.
             source: where it came from (file path, session); named in every error.
@@ -152,6 +160,11 @@ class AgentState(DeepFrozenModel):
                 raise _corrupt(source, f"not UTF-8 text ({exc.reason})") from None
         elif isinstance(text, str) and text.startswith(_BOM):
             text = text[len(_BOM):]
+        if cls is AgentState:
+            state = current_document(text)
+            if state is not None:
+                return state
+        # The two-parse way: it migrates older versions and says what is wrong.
         doc = parse_document(text, source=source)
         migrated = migrate(doc, source=source)
         if migrated is not doc:  # an older version: validate what the migrations made of it
@@ -165,6 +178,48 @@ class AgentState(DeepFrozenModel):
 
 
 _BOM = "\ufeff"
+
+# Where a validated AgentState could hold NaN or an infinity (state/_finite.py): its JSON
+# fields, which current_document walks. ToolResult.contents' before-validator only turns
+# a string into a text part and a list into a tuple; a float reaches the strict tuple as
+# it is, and is refused there.
+_CHECKED_POSITIONS = frozenset({
+    ("metadata.*", "any"), ("extensions.*", "any"), ("pending_approval.items.*.detail.*", "any"),
+    ("pending_approval.denied_calls.*.result.contents", "function-before"),
+    ("pending_approval.finished_calls.*.result.contents", "function-before"),
+})
+_one_parse: bool | None = None  # whether the schema's open positions are the checked ones (found on first use)
+
+
+def current_document(text: str) -> AgentState | None:
+    """The state of a current-version document in one parse, or None to take the two-parse way.
+
+    pydantic validates the text strictly; a NaN, an infinity or a number like ``1e400``
+    it accepted can only sit in a JSON field (the float fields refuse them), so walking
+    those proves the document is one the two-parse way accepts too, and as the same
+    state. Anything else (an older or missing ``schema_version``, a refusal of any kind)
+    returns None, and the two-parse way migrates it or names what is wrong, exactly as
+    before.
+    """
+    global _one_parse
+    if _one_parse is None:
+        _one_parse = open_positions(AgentState) == _CHECKED_POSITIONS
+    if not _one_parse:
+        return None
+    try:
+        state = AgentState.model_validate_json(text, strict=True, extra="forbid")
+    except Exception:  # the two-parse way raises what it always raised
+        return None
+    if state.schema_version != SCHEMA_VERSION or "schema_version" not in state.model_fields_set:
+        return None  # a document without one is version 1: migrated
+    if holds_nonfinite(state.metadata) or holds_nonfinite(state.extensions):
+        return None
+    if state.pending_approval is not None and any(holds_nonfinite(item.detail)
+                                                   for item in state.pending_approval.items):
+        return None
+    return state
+
+
 _TOO_DEEP = "nested too deeply to be a state document"
 
 

@@ -25,7 +25,10 @@ __all__ = [
     "PendingApprovalBatch", "PendingApprovalItem", "ResolvedApproval",
 ]
 
-_FROZEN = ConfigDict(frozen=True)
+# Non-finite floats are refused (as a saved document refuses them, DESIGN §8): a NaN
+# time would be saved as null and the state could not be read back. Refusing them in the
+# model also lets AgentState.from_json read a document in one parse (state/_finite.py).
+_FROZEN = ConfigDict(frozen=True, allow_inf_nan=False)
 
 
 class ApprovalDecision(StrEnum):
