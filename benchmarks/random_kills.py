@@ -49,6 +49,9 @@ async def main_async(trials: int, store: str) -> str:
         totals["in doubt after restore (executing, no committed result)"] += len(trial.in_doubt)
         totals["in doubt without a start line (killed before the tool's first line)"] += len(
             trial.in_doubt - trial.began)
+        # A call that returned is in doubt only if the kill fell between its last line and
+        # the commit of its result (a later call waiting for an earlier one's answer included).
+        totals["finished before the kill, yet in doubt after restore"] += len(trial.in_doubt & trial.finished)
         totals["runs completed"] += trial.stop_reason == "completed"
         problems += [f"seed {seed}: {p}" for p in trial.problems]
     lines = [f"| {name} | {count} |" for name, count in totals.items()]

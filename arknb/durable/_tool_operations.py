@@ -287,6 +287,8 @@ class ToolOperations:
         a deferral's next attempt, a sibling of an aborted call) ``failed``. Pipelines
         still running in this process complete their own operations; the records ride
         the terminal save."""
+        if self.lost is not None:
+            return  # the session is another owner's now: never touch its rows
         operations = await self.store.list_operations(self.session_id, run_id=run_id)
         open_ids = {op.operation_id for op in operations if not op.completed}
         if open_ids & set(self.bus.running()):
