@@ -31,8 +31,9 @@ MODEL_CALL = "model_call"
 TOOL_CALL = "tool_call"
 
 _SETTLE_S = 2.0
-"""How long a run that ended waits for its cancelled calls' tasks to end before completing
-what they left open (a call still running then completes its own record when it ends)."""
+"""How long a run that ended waits for the calls it cancelled to end before completing what
+they left open (one still running then, e.g. a hook that ignores cancellation, completes
+its own record when it ends)."""
 
 
 class ToolOperations:
@@ -284,16 +285,16 @@ class ToolOperations:
         None), so that none of a finished run looks in flight: a saved result stands (its
         response hooks never ran), a call that began and left no result is
         ``indeterminate`` (nobody decides it now), one that never began (awaiting approval,
-        a deferral's next attempt, a sibling of an aborted call) ``failed``. Pipelines
-        still running in this process complete their own operations; the records ride
-        the terminal save."""
+        a deferral's next attempt, a sibling of an aborted call) ``failed``. Pipelines of
+        the run still running in this process (a response hook, a handler) are cancelled
+        first, as the run no longer awaits them; the records ride the terminal save."""
         if self.lost is not None:
             return  # the session is another owner's now: never touch its rows
         operations = await self.store.list_operations(self.session_id, run_id=run_id)
         open_ids = {op.operation_id for op in operations if not op.completed}
         if open_ids & set(self.bus.running()):
-            # Calls of a cancelled batch end as their tasks unwind, each with its own record.
-            running = await self.bus.wait_running(open_ids, _SETTLE_S)
+            # What still runs of the run stops (a hook or handler it no longer awaits).
+            running = await self.bus.cancel_running(open_ids, _SETTLE_S)
             operations = await self.store.list_operations(self.session_id, run_id=run_id)
         else:
             running = set()

@@ -300,11 +300,14 @@ class InvocationBus(InvocationPipeline):
         """Ids of the operations whose pipeline runs in this process now."""
         return tuple(self._running)
 
-    async def wait_running(self, operation_ids: set[str], timeout: float) -> set[str]:
-        """Wait up to ``timeout`` seconds for the pipelines of ``operation_ids`` that run
-        in this process to end (each commits its operation's record as it ends); returns
-        the ids still running then. Nothing is cancelled."""
+    async def cancel_running(self, operation_ids: set[str], timeout: float) -> set[str]:
+        """Cancel the pipelines of ``operation_ids`` that run in this process (a run that
+        ended for good: its handlers and hooks stop as they would without a durable
+        store) and wait up to ``timeout`` seconds for them to end; an interrupted handler
+        records its operation failed (cancelled). Returns the ids still running then."""
         tasks = [task for op_id, task in self._running.items() if op_id in operation_ids]
+        for task in tasks:
+            task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
         return {op_id for op_id in operation_ids if op_id in self._running}

@@ -177,3 +177,38 @@ async def test_a_completed_run_reads_no_operations_back_at_its_end(tmp_path):
     assert all(op.completed for op in await original("s"))
     await runtime.aclose()
     await store.aclose()
+
+
+async def test_cancelling_a_run_in_a_response_hook_stops_the_hook_and_completes_the_call(tmp_path):
+    # The hook runs in the call's pipeline, which the run no longer awaits once cancelled:
+    # it is stopped as it would be without a durable store, and its call keeps its result.
+    entered, stopped = asyncio.Event(), asyncio.Event()
+
+    @ark.tool
+    async def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    runtime = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[_call("c1", "add", a=1, b=1)]),
+                                                  "done"]), tools=[add], storage=store, session_id="s")
+
+    @runtime.hooks.after_tool_call
+    async def slow_review(ctx):
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+
+    handle = runtime.start("go")
+    await asyncio.wait_for(entered.wait(), 30)
+    runtime.cancel()
+    assert (await asyncio.wait_for(handle.wait(), 30)).stop_reason == "cancelled"
+    assert stopped.is_set()  # not left running after its run ended
+    [op] = _by_call(await store.list_operations("s")).values()
+    assert op.completed and op.status is OperationStatus.SUCCEEDED and op.raw_result["contents"][0]["text"] == "2"
+    assert _answers(runtime) == {"c1": "2"}
+    await runtime.aclose()
+    await store.aclose()
