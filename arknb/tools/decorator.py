@@ -293,7 +293,9 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
             is approved, so the model can investigate first (DESIGN §14).
         idempotent: the tool dedups on ``ctx.idempotency_key`` (or has no side
             effects), so after a crash a durable runtime runs an interrupted call
-            again instead of asking a person.
+            again instead of asking a person. Not for a tool that stages work, asks a
+            person with ``ctx.defer`` and carries the work out when run again: run
+            again after a crash, it would take that run for the person's approval.
 
     Returns:
         A :class:`Tool`, or a decorator producing one when called with options.
