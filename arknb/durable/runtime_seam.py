@@ -51,7 +51,7 @@ from ._interceptors import ModelInterceptor, ToolInterceptor, call_of, model_out
 from ._outbox import kept_in_outbox
 from ._tool_operations import MODEL_CALL, TOOL_CALL, ToolOperations, _raise_cancel
 from .bus import InvocationBus
-from .operation import Operation, OperationStatus, purpose_key_for_model
+from .operation import Operation, OperationPhase, OperationStatus, purpose_key_for_model
 from .requests import EventRequest
 from .store import DEFAULT_LEASE_TTL, Commit, Lease, new_owner_id
 
@@ -255,6 +255,12 @@ class DurableInvocations(ToolOperations):
             self._events[:0] = events  # not written: they go with the next commit
             for operation in staged.values():
                 self._staged.setdefault(operation.operation_id, operation)
+            for operation in operations:
+                # A result the store refused (a handler returned) is a fact: it rides the
+                # next commit like a staged record (the run's terminal save at the latest),
+                # so the record of a call that ran says what it returned, not "in doubt".
+                if operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
+                    self._staged.setdefault(operation.operation_id, operation)
             if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
                 self.lost = exc
                 self.scope.bus.publish(AgentEvent(EventTypes.RUNTIME_DETACHED, self.session_id, "", 0,

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from ..domain import AgentMessage, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
+from ..domain import AgentMessage, ArkError, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
 from ..domain.invocation import CALL_DEFERRED, HookAbort, ToolAnswer
 from ..events import EventTypes
 from ..events.envelope import flat_payload
@@ -258,6 +258,12 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
         # What ran keeps its result; what was still running says so (never "not executed").
         rt._append_history(batch.interrupted_answers())
         raise
+    except ArkError as exc:
+        # The batch failed midway (a commit the store refused, the lease lost): the run ends
+        # failed, and the model is told of each call what this process knows, as after a
+        # cancel: one told "not executed" of a call that ran would call it again.
+        rt._append_history(batch.interrupted_answers(f"the run failed ({exc.code})", exc.code))
+        raise
     outcome = BatchOutcome()
     deferrals = batch.deferrals.calls
     if deferrals and not any(answer.abort is not None for answer in answers.values()):
@@ -308,8 +314,8 @@ class ToolBatch(OfRun):
     answer, in index order, and a seam returns one :class:`ToolAnswer` per call of it.
     """
 
-    __slots__ = ("rt", "ctx", "batch_id", "calls", "order", "given", "denied", "settled", "started", "finished",
-                 "responded", "aborted", "deferrals", "_state", "_message", "_tools")
+    __slots__ = ("rt", "ctx", "batch_id", "calls", "order", "given", "denied", "settled", "started", "began",
+                 "finished", "responded", "aborted", "deferrals", "_state", "_message", "_tools")
 
     def __init__(self, rt: AgentRuntime, ctx: RunContext, batch_id: str, calls: Iterable[ToolCall],
                  model_message: AgentMessage | None = None, denied: Iterable[DeniedCall] = (),
@@ -323,6 +329,7 @@ class ToolBatch(OfRun):
         self.given: dict[str, DeniedCall] = {item.call.id: item for item in (*self.denied, *self.settled)}
         self.order = tuple(sorted((*self.calls, *(item.call for item in self.given.values())), key=lambda c: c.index))
         self.started: dict[str, float] = {}
+        self.began: set[str] = set()                  # the calls whose tool was called (it may have had effects)
         self.finished: dict[str, ToolResult] = {}     # call id -> what the tool returned, as each returns
         self.responded: dict[str, ToolAnswer] = {}    # call id -> its answer once its response hooks ran
         self.aborted: HookAbort | None = None         # the first after_tool_call abort of the batch
@@ -383,10 +390,12 @@ class ToolBatch(OfRun):
 
     async def execute_all(self) -> list[ToolResult]:
         """Run every call concurrently in this process (the direct seam)."""
+        self.began.update(call.id for call in self.calls)
         return await self._tools.execute_batch(self.calls, self.context, on_result=self.on_result)
 
     async def execute_one(self, call: ToolCall, *, idempotency_key: str | None = None) -> ToolResult:
         """Run one call; the run's cancellation token cancels it."""
+        self.began.add(call.id)
         task = asyncio.ensure_future(self._tools.execute(call, self.context(call, idempotency_key)))
         remove = self.ctx.cancel.on_cancel(task.cancel)
         try:
@@ -449,10 +458,11 @@ class ToolBatch(OfRun):
         self.responded[call.id] = answer
         return answer
 
-    def interrupted_answers(self) -> list[AgentMessage]:
-        """History messages for a batch cancelled midway: an answered call keeps its
-        answer, a finished one its result, a running one says it was cancelled while it
-        ran, and one that never started says so."""
+    def interrupted_answers(self, why: str = "the run was cancelled",
+                            code: str = ErrorCode.CANCELLED.value) -> list[AgentMessage]:
+        """History messages for a batch that ended midway (``why``: cancelled, or failed with
+        error ``code``): an answered call keeps its answer, a finished one its result, a
+        running one says the run ended while it ran, and one that never started says so."""
         messages = []
         for call in self.order:
             answer = self.responded.get(call.id)
@@ -463,12 +473,13 @@ class ToolBatch(OfRun):
                 result = self.finished[call.id]
             elif given is not None:
                 result = given.result
-            elif call.id in self.started:
+            elif call.id in self.began:
+                verb = "cancelled" if code == ErrorCode.CANCELLED.value else "interrupted"
                 result = ToolResult.from_text(
-                    "cancelled while running: the run was cancelled before this call returned, so it may "
-                    "have had part of its effect", is_error=True, error_code=ErrorCode.CANCELLED.value)
+                    f"{verb} while running: {why} before this call returned, so it may "
+                    "have had part of its effect", is_error=True, error_code=code)
             else:
-                result = ToolResult.from_text("not executed: the run was cancelled before this call started",
+                result = ToolResult.from_text(f"not executed: {why} before this call started",
                                               is_error=True, error_code=ErrorCode.NOT_EXECUTED.value)
             messages.append(tool_message(call, result))
         return messages
