@@ -96,6 +96,15 @@ class InvocationPipeline:
             prepared.append(operation)
             refs.append(ref_of(operation))
             steps.append(("run", operation))
+        if concurrency is not None:
+            # With a limit a handler may wait for its turn: its attempt begins (and is
+            # committed) when it gets one (_execute), so a process killed meanwhile leaves
+            # it not started, run after a restore, never put to a person as in doubt.
+            waiting = {op.operation_id: op.copy_with({"attempts": op.attempts[:-1]}) for op in prepared
+                       if op.phase is OperationPhase.EXECUTING and op.attempts and op.attempts[-1].ended_at is None}
+            prepared = [waiting.get(op.operation_id, op) for op in prepared]
+            steps = [step if step is None else (step[0], waiting.get(step[1].operation_id, step[1]))
+                     for step in steps]
         if prepared:
             # One transaction for every request phase's outcome: a batch's executing
             # records are all committed before any of its handlers runs (DESIGN §13).
@@ -179,6 +188,12 @@ class InvocationPipeline:
         token = current_operation.set(operation.operation_id)
         try:
             async with gate:
+                if not operation.attempts or operation.attempts[-1].ended_at is not None:
+                    # Its turn under a concurrency limit: the attempt is on record before it runs.
+                    now = self._clock()
+                    operation = operation.copy_with({"updated_at": now, "attempts": operation.attempts + (
+                        Attempt(number=len(operation.attempts) + 1, started_at=now),)})
+                    await self._write((operation,), self._sync_for(operation))
                 try:
                     raw = await spec.handler(request)
                     status, error = OperationStatus.SUCCEEDED, None
