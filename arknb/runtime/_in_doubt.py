@@ -36,8 +36,9 @@ RESOLUTIONS = ("rerun", "done", "failed")
 
 
 def in_doubt_batch(rt: AgentRuntime, run_id: str, message, doubts: list[InDoubtCall], allowed=(),
-                   denied=()) -> PendingApprovalBatch:
-    """The paused batch for ``doubts``; ``allowed`` and ``denied`` are the batch's other calls."""
+                   denied=(), finished=()) -> PendingApprovalBatch:
+    """The paused batch for ``doubts``; ``allowed``, ``denied`` and ``finished`` (answered
+    already: ran before a pause, or settled by a person) are the batch's other calls."""
     now = rt._clock()
     items = tuple(
         PendingApprovalItem(approval_id=d.item_id, tool_call=d.call,
@@ -46,7 +47,7 @@ def in_doubt_batch(rt: AgentRuntime, run_id: str, message, doubts: list[InDoubtC
         for d in doubts)
     return PendingApprovalBatch(batch_id=rt._new_id("batch"), run_id=run_id, items=items, model_message=message,
                                 created_at=now, allowed_calls=tuple(allowed), denied_calls=tuple(denied),
-                                kind=IN_DOUBT)
+                                finished_calls=tuple(finished), kind=IN_DOUBT)
 
 
 def _why(doubt: InDoubtCall) -> str:

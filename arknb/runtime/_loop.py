@@ -27,7 +27,7 @@ from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
 from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run
-from ._tool_batch import RAN_BEFORE_PAUSE, BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
+from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -313,9 +313,9 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, set
         # A restored run found calls that began and left no result: a person decides.
         doubtful = {d.call.id for d in doubt.calls}
         others = [c for c in allowed if c.id not in doubtful]
-        denied = list(denied) + [DeniedCall(call=s.call, result=s.result, reason=s.reason, hook=s.hook)
-                                 for s in settled]
-        return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubt.calls, others, denied))
+        # What a person settled stays settled (a denial would record its operation denied).
+        return NextStep.await_approval(in_doubt_batch(rt, ctx.run_id, message, doubt.calls, others, denied,
+                                                      finished=settled))
     if outcome.deferred:
         # A call handed itself to a person while it ran (ToolContext.defer): pause the batch
         # like an approval, keeping what the other calls returned.
@@ -391,10 +391,10 @@ async def _run_decided_batch(rt: AgentRuntime, ctx: RunContext, batch: PendingAp
         allowed += plan.allowed
         denied += plan.denied
         if plan.deferred:
-            plan.allowed = allowed
-            plan.denied = denied + [s for s in settled if s.hook != RAN_BEFORE_PAUSE]
-            return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message,
-                                                       finished=batch.finished_calls))
+            # The pause carries what a person settled as settled (never as a denial: its
+            # operation would be recorded denied), with what ran before the batch paused.
+            plan.allowed, plan.denied = allowed, denied
+            return NextStep.await_approval(build_batch(rt, ctx, plan, batch.model_message, finished=settled))
     return await _execute_and_complete(rt, ctx, batch.batch_id, batch.model_message, allowed, denied, settled)
 
 

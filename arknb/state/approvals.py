@@ -141,8 +141,9 @@ class PendingApprovalBatch(BaseModel):
         allowed_calls: calls the hooks let through; they run only after all items are decided.
         denied_calls: calls a hook denied with a synthetic result.
         finished_calls: calls that already ran when another call of the batch deferred
-            itself while running (``ToolContext.defer``): their results, kept as they
-            came, answer them when the batch resumes (they never run twice).
+            itself while running (``ToolContext.defer``), or whose outcome a person
+            recorded (an in-doubt call marked done or failed): their results, kept as
+            they came, answer them when the batch resumes (they never run twice).
     """
 
     model_config = _FROZEN
