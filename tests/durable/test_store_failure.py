@@ -102,3 +102,49 @@ async def test_a_batch_whose_executing_commit_fails_runs_no_tool_and_says_not_ex
                for op in _by_call(await store.list_operations("s")).values())
     await runtime.aclose()
     await store.aclose()
+
+
+async def test_on_postgres_a_connection_killed_mid_batch_keeps_every_result_the_tools_returned(pg_dsn, pg_server):
+    # The store's connection is terminated while c1 runs (c2 and c3 returned and were
+    # committed): c1's commit fails, the run ends failed, and the terminal save (on a new
+    # connection) records c1's result with the others'.
+    _, admin = pg_server
+    release = asyncio.Event()
+    ran: list[int] = []
+
+    @ark.tool
+    async def send(n: int) -> str:
+        """Send a message (a side effect)."""
+        ran.append(n)
+        if n == 1:
+            await release.wait()
+        return f"sent {n}"
+
+    store = ark.PostgresStore(f"{pg_dsn} application_name=arknb_victim")
+    turn = ark.ScriptedTurn(tool_calls=[_call("c1", "send", n=1), _call("c2", "send", n=2), _call("c3", "send", n=3)])
+    runtime = ark.AgentRuntime(ark.ScriptedModel([turn, "done"]), tools=[send], storage=store, session_id="s")
+    handle = runtime.start("go")
+    watcher = ark.PostgresStore(pg_dsn)
+    while True:  # c2 and c3 have their results committed (they wait for c1's response phase)
+        ops = _by_call(await watcher.list_operations("s"))
+        if all(key in ops and ops[key].phase.rank >= OperationPhase.RAW_SAVED.rank for key in ("c2", "c3")):
+            break
+        await asyncio.sleep(0.02)  # another store's commits: nothing to await here
+    with admin() as conn:
+        [(killed,)] = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                   "WHERE application_name = 'arknb_victim'").fetchall()
+    assert killed
+    release.set()
+    result = await asyncio.wait_for(handle.wait(), 30)
+    assert result.stop_reason == "failed" and result.error.code == ErrorCode.STATE_SAVE_FAILED
+    assert sorted(ran) == [1, 2, 3]
+    assert _answers(runtime) == {"c1": "sent 1", "c2": "sent 2", "c3": "sent 3"}
+    ops = _by_call(await watcher.list_operations("s"))
+    assert {call: (op.completed, op.status) for call, op in ops.items()} == {
+        call: (True, OperationStatus.SUCCEEDED) for call in ("c1", "c2", "c3")}
+    await runtime.aclose()
+    restored = await ark.AgentRuntime.restore("s", storage=watcher, model=ark.ScriptedModel(["again"]), tools=[send])
+    assert _answers(restored) == _answers(runtime) and restored.controller.list_in_doubt() == []
+    await restored.aclose()
+    await store.aclose()
+    await watcher.aclose()
