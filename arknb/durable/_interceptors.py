@@ -232,6 +232,10 @@ class ToolInterceptor:
         raw = seam.results.pop(request.purpose_key, None)
         if raw is None:
             raw = tool_result(result, operation.error)
+            if operation.attempts and batch.given_answer(call) is None:
+                # The result an earlier process saved (the tool does not run again): announced
+                # now, after this batch's tool.before, as a completed one is (reused).
+                batch.on_result(call, raw, reused=True)
         records = operation.records("response")
         start = raw
         source = None

@@ -114,6 +114,32 @@ async def test_killed_while_an_earlier_call_runs_a_later_call_that_finished_neve
     await store.aclose()
 
 
+async def test_a_restored_call_whose_result_was_saved_is_announced_done_and_its_card_is_not_interrupted(tmp_path):
+    """c2's result was committed (raw_saved) before the kill; the restored batch continues
+    its response phase without running it. The outbox announces it (tool.after, reused)
+    after the restored batch's tool.before, so a chat replaying the outbox shows it done
+    with the answer the model got, never "interrupted"."""
+    from arknb.widgets._transcript import Transcript
+
+    await crash(tmp_path, "sqlite", "later_done_earlier_running")
+    store, model, runtime = await restore(tmp_path, "sqlite", ["Both finished."])
+    [item] = runtime.controller.list_in_doubt()
+    await runtime.controller.mark_done(item.operation_id, "slow 1 done (checked by hand)")
+    assert (await finish(runtime)).stop_reason == "completed"
+    events = await store.read_events("s1")
+    c2 = [(e.type, e.payload.get("reused", False)) for e in events
+          if e.type in (ark.EventTypes.TOOL_BEFORE, ark.EventTypes.TOOL_AFTER) and e.payload["call"]["id"] == "c2"]
+    # Announced when it ran, then once more as the restored batch answered it, never again run.
+    assert c2 == [("tool.before", False), ("tool.after", False), ("tool.before", False), ("tool.after", True)]
+    transcript = Transcript()
+    for event in events:
+        transcript.apply(event)
+    cards = {e["call_id"]: (e["status"], e["result"]) for e in transcript.current_entries() if e["kind"] == "tool"}
+    assert cards == {"c1": ("done", "slow 1 done (checked by hand)"), "c2": ("done", "fast 2 done")}
+    await runtime.aclose()
+    await store.aclose()
+
+
 async def test_an_in_doubt_call_a_person_reruns_runs_again_with_the_same_idempotency_key(tmp_path):
     await crash(tmp_path, "sqlite", "one_done_one_running")
     store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."])
