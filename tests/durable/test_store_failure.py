@@ -24,6 +24,16 @@ def _answers(runtime) -> dict[str, str]:
     return {m.tool_call_id: m.text for m in runtime.history if m.role == "tool"}
 
 
+def _send_tool(ran: list[int]) -> ark.Tool:
+    @ark.tool
+    def send(n: int) -> str:
+        """Send a message (a side effect)."""
+        ran.append(n)
+        return f"sent {n}"
+
+    return send
+
+
 class FailOnce:
     """Makes the store's first commit that carries ``call_id``'s record of ``phase`` (or later) fail as a full
     disk does (nothing of it written); every other commit goes through."""
@@ -44,13 +54,7 @@ class FailOnce:
 
 async def test_a_commit_failing_mid_batch_never_tells_the_model_a_call_that_ran_was_not_executed(tmp_path):
     ran: list[int] = []
-
-    @ark.tool
-    def send(n: int) -> str:
-        """Send a message (a side effect)."""
-        ran.append(n)
-        return f"sent {n}"
-
+    send = _send_tool(ran)
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
     failing = FailOnce(store, "c2")
     turn = ark.ScriptedTurn(tool_calls=[_call("c1", "send", n=1), _call("c2", "send", n=2), _call("c3", "send", n=3)])
@@ -81,13 +85,7 @@ async def test_a_commit_failing_mid_batch_never_tells_the_model_a_call_that_ran_
 
 async def test_a_batch_whose_executing_commit_fails_runs_no_tool_and_says_not_executed(tmp_path):
     ran: list[int] = []
-
-    @ark.tool
-    def send(n: int) -> str:
-        """Send a message (a side effect)."""
-        ran.append(n)
-        return f"sent {n}"
-
+    send = _send_tool(ran)
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
     failing = FailOnce(store, "c1", OperationPhase.EXECUTING)
     turn = ark.ScriptedTurn(tool_calls=[_call("c1", "send", n=1), _call("c2", "send", n=2)])
