@@ -21,7 +21,8 @@ from .operation import Attempt, HookRecord, Operation, OperationPhase, Operation
 from .requests import PROCEED, EventRequest, Interceptor, PendingOperationRef, RequestHandler
 from .store import Commit, Lease, OperationStore
 
-__all__ = ["Handler", "InvocationPipeline", "OperationCommitter", "close_last", "current_operation", "ref_of"]
+__all__ = ["Handler", "InvocationPipeline", "OperationCommitter", "attempt_open", "close_last", "current_operation",
+           "open_attempt", "ref_of"]
 
 OperationCommitter = Callable[[tuple[Operation, ...], bool], Any]
 """``await commit(operations, sync)``: how the bus writes; the default commits them alone.
@@ -101,7 +102,7 @@ class InvocationPipeline:
             # committed) when it gets one (_execute), so a process killed meanwhile leaves
             # it not started, run after a restore, never put to a person as in doubt.
             waiting = {op.operation_id: op.copy_with({"attempts": op.attempts[:-1]}) for op in prepared
-                       if op.phase is OperationPhase.EXECUTING and op.attempts and op.attempts[-1].ended_at is None}
+                       if op.phase is OperationPhase.EXECUTING and attempt_open(op.attempts)}
             prepared = [waiting.get(op.operation_id, op) for op in prepared]
             steps = [step if step is None else (step[0], waiting.get(step[1].operation_id, step[1]))
                      for step in steps]
@@ -161,9 +162,8 @@ class InvocationPipeline:
         changes: dict[str, Any] = {"hook_progress": hooks}
         if decision.payload is not None:
             changes.update(effective_input=decision.payload, input_source=decision.source)
-        return operation.advance(OperationPhase.EXECUTING, at=now,
-                                 attempts=operation.attempts + (Attempt(number=len(operation.attempts) + 1,
-                                                                        started_at=now),), **changes)
+        return operation.advance(OperationPhase.EXECUTING, at=now, attempts=open_attempt(operation.attempts, now),
+                                 **changes)
 
     def _spawn(self, operation: Operation, previous: asyncio.Future | None,
                gate: _Gate | None = None) -> asyncio.Future:
@@ -188,11 +188,11 @@ class InvocationPipeline:
         token = current_operation.set(operation.operation_id)
         try:
             async with gate:
-                if not operation.attempts or operation.attempts[-1].ended_at is not None:
+                if not attempt_open(operation.attempts):
                     # Its turn under a concurrency limit: the attempt is on record before it runs.
                     now = self._clock()
-                    operation = operation.copy_with({"updated_at": now, "attempts": operation.attempts + (
-                        Attempt(number=len(operation.attempts) + 1, started_at=now),)})
+                    operation = operation.copy_with({"updated_at": now,
+                                                     "attempts": open_attempt(operation.attempts, now)})
                     await self._write((operation,), self._sync_for(operation))
                 try:
                     raw = await spec.handler(request)
@@ -278,15 +278,14 @@ class InvocationPipeline:
                 return previous  # already in doubt: a person decides
             spec = self._handlers.get((operation.kind, operation.schema_version))
             now = self._clock()
-            started = bool(operation.attempts) and operation.attempts[-1].ended_at is None
+            started = attempt_open(operation.attempts)
             if spec is not None and (not started or spec.may_run_again(self._request_of(operation))):
                 # No attempt was under way (a person approved a rerun), or the handler is
                 # idempotent (or side-effect free): a new attempt with the same key; an
                 # interrupted one stays on record, marked incomplete.
                 operation = operation.copy_with({
                     "updated_at": now,
-                    "attempts": close_last(operation.attempts, now, "interrupted", complete=False)
-                    + (Attempt(number=len(operation.attempts) + 1, started_at=now),)})
+                    "attempts": open_attempt(close_last(operation.attempts, now, "interrupted", complete=False), now)})
                 await self._write((operation,), self._sync_for(operation))
                 return self._spawn(operation, previous, gate)
             operation = operation.copy_with({"status": OperationStatus.INDETERMINATE, "updated_at": now})
@@ -405,10 +404,20 @@ def ref_of(operation: Operation) -> PendingOperationRef:
                                operation.purpose_key)
 
 
+def attempt_open(attempts: tuple[Attempt, ...]) -> bool:
+    """True if the last of ``attempts`` began and never ended (its handler was running)."""
+    return bool(attempts) and attempts[-1].ended_at is None
+
+
+def open_attempt(attempts: tuple[Attempt, ...], at: float) -> tuple[Attempt, ...]:
+    """``attempts`` with a new one begun at ``at``."""
+    return attempts + (Attempt(number=len(attempts) + 1, started_at=at),)
+
+
 def close_last(attempts: tuple[Attempt, ...], at: float, outcome: str, *, complete: bool = True
                 ) -> tuple[Attempt, ...]:
     """``attempts`` with the last one ended (if it is still open)."""
-    if not attempts or attempts[-1].ended_at is not None:
+    if not attempt_open(attempts):
         return attempts
     return attempts[:-1] + (attempts[-1].ended(at, outcome, complete=complete),)
 

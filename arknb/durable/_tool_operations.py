@@ -21,7 +21,7 @@ from ._interceptors import (
     APPROVAL, OperationProgress, call_of, deferral, deny_reason, planned_phase, recorded_abort, tool_answer,
     tool_result,
 )
-from ._pipeline import close_last
+from ._pipeline import attempt_open, close_last
 from .operation import HookRecord, Operation, OperationPhase, OperationStatus, purpose_key_for_tool
 from .requests import EventRequest
 
@@ -226,7 +226,7 @@ class ToolOperations:
                 unplanned.append(call)  # planning replays what it recorded and runs the rest
                 continue
             if operation.phase is OperationPhase.EXECUTING and not operation.completed:
-                started = bool(operation.attempts) and operation.attempts[-1].ended_at is None
+                started = attempt_open(operation.attempts)
                 if operation.in_doubt or (started and not self.scope.is_idempotent(call.name)):
                     if not operation.in_doubt:
                         operation = operation.copy_with({"status": OperationStatus.INDETERMINATE,
@@ -313,13 +313,11 @@ def _closed(operation: Operation, now: float, reason: str, error: Any) -> Operat
     """``operation`` completed as its run ended (see ``ToolOperations.close_run``)."""
     if operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
         return operation.advance(OperationPhase.COMPLETED, at=now)  # (its status came with the result)
-    attempts = operation.attempts
-    began = bool(attempts) and attempts[-1].ended_at is None
     # A model call has no side effects: one that began and was cut off simply failed.
-    unknown = operation.in_doubt or (began and operation.kind != MODEL_CALL)
+    unknown = operation.in_doubt or (attempt_open(operation.attempts) and operation.kind != MODEL_CALL)
     return operation.advance(OperationPhase.COMPLETED, at=now, error=error, result_source="run_end",
                              status=OperationStatus.INDETERMINATE if unknown else OperationStatus.FAILED,
-                             attempts=close_last(attempts, now, f"the run ended {reason}", complete=False))
+                             attempts=close_last(operation.attempts, now, f"the run ended {reason}", complete=False))
 
 
 def _replay_plan(planning: Any, operation: Operation) -> bool:

@@ -24,9 +24,11 @@ from typing import Any, Callable, Sequence
 
 from arknb.domain import ArkError, ErrorCode, ErrorInfo, ErrorLayer, invalid_argument
 
-from ._pipeline import Handler, InvocationPipeline, OperationCommitter, close_last, current_operation, ref_of
+from ._pipeline import (
+    Handler, InvocationPipeline, OperationCommitter, close_last, current_operation, open_attempt, ref_of,
+)
 from ._waiters import WaitRegistry
-from .operation import Attempt, Operation, OperationPhase, OperationStatus
+from .operation import Operation, OperationPhase, OperationStatus
 from .requests import EventRequest, EventResponse, Interceptor, PendingOperationRef, RequestHandler, response_of
 from .store import Lease, OperationStore
 
@@ -225,7 +227,7 @@ class InvocationBus(InvocationPipeline):
         now = self._clock()
         attempts = close_last(operation.attempts, now, "rerun approved", complete=False)
         if start:
-            attempts += (Attempt(number=len(attempts) + 1, started_at=now),)
+            attempts = open_attempt(attempts, now)
         operation = operation.copy_with({"status": None, "updated_at": now, "attempts": attempts})
         await self._write((operation,), True)
         if start:
