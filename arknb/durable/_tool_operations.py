@@ -22,13 +22,12 @@ from ._interceptors import (
     tool_result,
 )
 from ._pipeline import attempt_open, close_last
-from .operation import HookRecord, Operation, OperationPhase, OperationStatus, purpose_key_for_tool
+from .operation import (MODEL_CALL, TOOL_CALL, HookRecord, Operation, OperationPhase, OperationStatus,
+                        purpose_key_for_tool)
 from .requests import EventRequest
 
 __all__ = ["MODEL_CALL", "TOOL_CALL", "ToolOperations"]
 
-MODEL_CALL = "model_call"
-TOOL_CALL = "tool_call"
 
 _SETTLE_S = 2.0
 """How long a run that ended waits for the calls it cancelled to end before completing what
@@ -314,9 +313,9 @@ def _closed(operation: Operation, now: float, reason: str, error: Any) -> Operat
     if operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
         return operation.advance(OperationPhase.COMPLETED, at=now)  # (its status came with the result)
     # A model call has no side effects: one that began and was cut off simply failed.
-    unknown = operation.in_doubt or (attempt_open(operation.attempts) and operation.kind != MODEL_CALL)
     return operation.advance(OperationPhase.COMPLETED, at=now, error=error, result_source="run_end",
-                             status=OperationStatus.INDETERMINATE if unknown else OperationStatus.FAILED,
+                             status=OperationStatus.INDETERMINATE if operation.outcome_unknown
+                             else OperationStatus.FAILED,
                              attempts=close_last(operation.attempts, now, f"the run ended {reason}", complete=False))
 
 

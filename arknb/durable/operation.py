@@ -21,8 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from arknb.domain import ErrorInfo
 from arknb.domain.frozen import shallow_copy
 
-__all__ = ["Attempt", "HookRecord", "Operation", "OperationPhase", "OperationStatus", "purpose_key_for_model",
-           "purpose_key_for_tool"]
+__all__ = ["MODEL_CALL", "TOOL_CALL", "Attempt", "HookRecord", "Operation", "OperationPhase", "OperationStatus",
+           "purpose_key_for_model", "purpose_key_for_tool"]
+
+MODEL_CALL = "model_call"
+"""The kind of a model call's operation (it has no side effects: see ``Operation.outcome_unknown``)."""
+TOOL_CALL = "tool_call"
+"""The kind of a tool call's operation."""
 
 
 class OperationPhase(StrEnum):
@@ -171,6 +176,15 @@ class Operation(BaseModel):
     def in_doubt(self) -> bool:
         """True while a person must decide what became of this call."""
         return self.status is OperationStatus.INDETERMINATE and not self.completed
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """True if nobody can tell what became of this operation: it is in doubt, or the
+        last attempt of a kind that may have side effects (anything but a model call)
+        began and left no result (the process ended or the run was cancelled meanwhile)."""
+        if self.in_doubt:
+            return True
+        return bool(self.attempts) and self.attempts[-1].ended_at is None and self.kind != MODEL_CALL
 
     @property
     def started_at(self) -> float | None:
