@@ -119,10 +119,19 @@ class SubAgentsExtension(Extension):
             if record is None:
                 continue
             child = await self._child(item.tool_call.id, record, batch.run_id)
-            if child.runtime.state.pending_approval is None:
+            state = child.runtime.state
+            if state.pending_approval is None and state.last_stop_reason != "suspended":
                 # The child's decisions were saved but the parent's item was not (a crash in
-                # between): approve it now, outside the approval lock this may run under.
+                # between): approve it now, outside the approval lock this may run under. A
+                # suspended child waits for the person (the item says so), like its parent.
                 self._later(self._scope.controller.approve(item.approval_id))
+
+    async def on_close(self, grace: float) -> None:
+        # The parent is closing: its children close with it (a running child suspends at its
+        # own checkpoint, and its call then pauses the parent's batch, see delegate), and
+        # none keeps its session's lease, which would lock another process out of it.
+        children = list(self.children.values())
+        await asyncio.gather(*(child.runtime.aclose(grace) for child in children), return_exceptions=True)
 
     # -- the slice: which session each delegation uses ------------------------------------------
 
@@ -155,9 +164,11 @@ class SubAgentsExtension(Extension):
 
     async def _child(self, call_id: str, record: dict[str, Any], parent_run_id: str) -> _Child:
         child = self.children.get(call_id)
-        if child is not None:
+        if child is not None and child.runtime.detached is None:
             child.parent_run_id = parent_run_id
             return child
+        if child is not None and child.unsubscribe is not None:
+            child.unsubscribe()  # closed (or replaced) meanwhile: a new runtime continues its session
         agent = self.agents.get(record["agent"])
         if agent is None:
             raise ArkError(ErrorLayer.TOOL, ErrorCode.SUBAGENT_NOT_FOUND,
@@ -205,6 +216,13 @@ class SubAgentsExtension(Extension):
             waiting = len(runtime.controller.list_pending_approvals())
             return ctx.defer(f"sub-agent {agent_name} waits for {waiting} approval(s)", kind=SUBAGENT_KIND,
                              detail={"agent": agent_name, "session": record["session"]})
+        if result.stop_reason == "suspended":
+            # Its runtime was closed (aclose, kernel shutdown) before it finished: the task is
+            # not done, so this is no answer. The call pauses the parent for a person; approved,
+            # it runs again and resumes the child where it stopped.
+            return ctx.defer(f"sub-agent {agent_name} was suspended before it finished its task (its runtime "
+                             "was closed); approve to continue it, deny to stop it", kind=SUBAGENT_KIND,
+                             detail={"agent": agent_name, "session": record["session"], "suspended": True})
         if result.stop_reason == "completed":
             return result.text or "(the sub-agent finished without a text answer)"
         why = result.error.message if result.error is not None else "no error was given"

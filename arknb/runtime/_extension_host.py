@@ -256,6 +256,18 @@ class ExtensionHost:
                     raise _failed(ext, "on_restore", exc) from exc
 
 
+    async def close(self, rt: AgentRuntime, grace: float) -> None:
+        """Call every extension's ``on_close`` (the runtime is being closed); a failure is a
+        diagnostic, never a reason not to close."""
+        for ext in self.extensions:
+            try:
+                outcome = ext.on_close(grace)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception as exc:
+                _diagnostic(rt, f"extension:{ext.name}", "on_close", exc)
+
+
 def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
     """The scope of extension ``name`` on runtime ``rt``.
 

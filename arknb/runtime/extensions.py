@@ -60,7 +60,8 @@ class Extension:
     The runtime calls, in this order: :meth:`setup` once when it is built, then
     :meth:`hooks` and :meth:`approval_kinds` once; :meth:`on_restore` when it adopts a
     saved session; :meth:`tools` and :meth:`instructions` before every model call (and
-    :meth:`tools` again when the turn's tool calls are planned and run). Every call
+    :meth:`tools` again when the turn's tool calls are planned and run); :meth:`on_close`
+    once when the runtime is closed. Every call
     happens on the runtime's event loop.
     """
 
@@ -100,6 +101,15 @@ class Extension:
     def on_restore(self, state: AgentState) -> Awaitable[None] | None:
         """Called (and awaited when it returns an awaitable) when the runtime adopts a saved
         session, before its first run or decision. ``state`` is the loaded state."""
+        return None
+
+    def on_close(self, grace: float) -> Awaitable[None] | None:
+        """Called (and awaited when it returns an awaitable) when the runtime is closed
+        (:meth:`AgentRuntime.aclose`, kernel shutdown), after its active run was asked to
+        suspend and while the runtime waits up to ``grace`` seconds for it: let go of what
+        the extension holds in this process (sub-agents close their children, which suspend
+        at their own checkpoints and release their sessions' leases). A failure is reported
+        as ``hook.diagnostic``; the runtime closes anyway."""
         return None
 
     def __repr__(self) -> str:

@@ -5,7 +5,9 @@ checkpoint (a turn boundary, where every tool call has its result) and waits up 
 ``grace`` seconds; a run that does not get there is cancelled, which answers its open
 calls and saves it ended. Either way the session is saved suspended (``resume()``
 continues it) or ended with ``last_stop_reason`` recorded, never as if a run were still
-in progress. On a durable store what is pending is committed and the session's lease
+in progress. The extensions are closed meanwhile (``Extension.on_close``): a parent's
+sub-agents are closed with it, so a delegation suspends with its child and no child keeps
+its session's lease. On a durable store what is pending is committed and the session's lease
 released. Then the runtime publishes ``runtime.detached`` (reason ``"closed"``),
 refuses new runs and decisions with ``runtime_closed``, and closes its own event bus.
 
@@ -82,7 +84,7 @@ async def close_runtime(rt: AgentRuntime, grace: float = DEFAULT_GRACE) -> Agent
         return await asyncio.shield(rt._closing)
     rt._closing = asyncio.get_running_loop().create_future()
     try:
-        result = await _end_active_run(rt, float(grace))
+        result = await _end_run_and_extensions(rt, float(grace))
         # On a durable store: commit what is pending and release the session's lease, so
         # another process may open it (DESIGN §13); nothing to do on the other stores.
         await rt._invocations.aclose()
@@ -94,6 +96,23 @@ async def close_runtime(rt: AgentRuntime, grace: float = DEFAULT_GRACE) -> Agent
         _detach(rt)
     rt._closing.set_result(result)
     return result
+
+
+async def _end_run_and_extensions(rt: AgentRuntime, grace: float) -> AgentRunResult | None:
+    """End the active run, and close the extensions while it ends (each ``on_close``).
+
+    At the same time, not after: a sub-agent's run is the tool call the parent's run waits
+    for, so the parent reaches its checkpoint only once its children suspend at theirs
+    (their calls then pause the parent's batch, resumable). The run is asked to suspend
+    first, so a call that the children's suspension answers starts no new turn.
+    """
+    rt.request_suspend()
+    closing = asyncio.ensure_future(rt._extensions.close(rt, grace)) if rt._extensions else None
+    try:
+        return await _end_active_run(rt, grace)
+    finally:
+        if closing is not None:
+            await closing
 
 
 async def _end_active_run(rt: AgentRuntime, grace: float) -> AgentRunResult | None:

@@ -88,3 +88,25 @@ def uploader(directory: Path, storage, turns: list, *, hang: bool = False) -> ar
     model = ScriptedModel(turns)
     return ark.SubAgent("uploader", "Uploads files.",
                         lambda sid: ark.AgentRuntime(model, tools=[upload], storage=storage, session_id=sid))
+
+
+def worker(directory: Path, storage, turns: list | None = None, *, on_work=None) -> ark.SubAgent:
+    """A sub-agent that calls ``work`` (safe, not idempotent) twice, one turn each, then
+    answers "Worked twice."; each execution appends ``work <n>`` to ``work.log`` and then
+    awaits ``on_work(n)`` when given."""
+
+    @ark.tool
+    async def work(n: int) -> str:
+        """Do one piece of work."""
+        with (Path(directory) / "work.log").open("a") as handle:
+            handle.write(f"work {n}\n")
+        if on_work is not None:
+            await on_work(n)
+        return f"worked {n}"
+
+    if turns is None:
+        turns = [ScriptedTurn(tool_calls=[call("w1", "work", n=1)]), ScriptedTurn(tool_calls=[call("w2", "work", n=2)]),
+                 "Worked twice."]
+    model = ScriptedModel(turns)
+    return ark.SubAgent("worker", "Does work.",
+                        lambda sid: ark.AgentRuntime(model, tools=[work], storage=storage, session_id=sid))

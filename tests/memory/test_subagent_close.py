@@ -1,0 +1,126 @@
+"""A parent closed with its sub-agents (DESIGN §14 "Lifecycle"): closed while a child runs,
+the delegation suspends with the child and continues after a restore in a new process,
+with no tool executed twice; closed while a child waits for approval, no child keeps its
+session's lease, so another process restores the parent while the first one is still alive."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import arknb as ark
+from arknb import ScriptedTurn
+
+from ..runtime._approval_kit import run_until_line
+from ._subagent_kit import call, cleaner, effects, open_store, worker
+
+CHILD = Path(__file__).with_name("_subagent_close_child.py")
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+async def test_a_kernel_shutdown_during_a_delegation_suspends_it_and_a_restore_continues_the_child(
+        tmp_path, kind) -> None:
+    """Kernel shutdown closes the parent and its running child at once. The child suspends
+    at its checkpoint; the parent's call is no answer ("the sub-agent did not finish") but a
+    pause a person continues; approved after a restore, the child resumes where it stopped."""
+    line = run_until_line(CHILD, str(tmp_path), kind, "shutdown", prefix="CLOSED ")
+    assert line.split()[1:] == ["awaiting_approval", "suspended"]
+    assert effects(tmp_path, "work.log") == ["work 1"]
+
+    storage = open_store(kind, tmp_path)
+    rest = [ScriptedTurn(tool_calls=[call("w2", "work", n=2)]), "Worked twice."]
+    parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(["All done."]),
+                                            subagents=[worker(tmp_path, storage, rest)])
+    try:
+        saved = parent.state
+        assert [m.tool_call_id for m in saved.history if m.role == "tool"] == []  # d1 was not answered
+        [item] = parent.controller.list_pending_approvals()
+        assert item.kind == "subagent" and item.tool_call.name == "delegate_task" and "suspended" in item.reason
+        await asyncio.sleep(0)  # a restore continues nothing by itself: a person decides
+        assert parent.current_run is None and parent.controller.list_pending_approvals() == [item]
+        decided = await parent.controller.approve(item.approval_id)
+        assert decided.ok and decided.all_decided
+        result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        assert result.stop_reason == "completed" and result.text == "All done."
+        assert effects(tmp_path, "work.log") == ["work 1", "work 2"]  # each once
+        answers = {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"}
+        assert answers == {"d1": "Worked twice."}
+        child = await storage.load("boss.worker.1")
+        assert child.last_stop_reason == "completed" and not child.is_running
+        assert [m.text for m in child.history if m.role == "user"] == ["Work twice."]  # the task once
+        asked = [c.id for m in child.history for c in m.tool_calls]
+        assert asked == [m.tool_call_id for m in child.history if m.role == "tool"] == ["w1", "w2"]
+        if kind == "sqlite":
+            operations = await storage.list_operations("boss.worker.1")
+            assert sorted(o.purpose_key.rsplit(":", 1)[1] for o in operations if o.kind == "tool_call") == ["w1", "w2"]
+            assert all(o.completed for o in operations)
+    finally:
+        await parent.aclose()
+        if kind == "sqlite":
+            await storage.aclose()
+
+
+async def test_a_closed_parent_releases_its_childs_lease_so_another_process_restores_it(tmp_path) -> None:
+    proc = subprocess.Popen([sys.executable, str(CHILD), str(tmp_path), "sqlite", "paused"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    storage = None
+    parent = None
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("CLOSED "), f"child said {line!r}; stderr:\n{proc.stderr.read()}"
+        approval_id = line.split()[1]
+        assert proc.poll() is None  # the process that closed the parent is still alive
+        storage = open_store("sqlite", tmp_path)
+        parent = await ark.AgentRuntime.restore(
+            "boss", storage=storage, model=ark.ScriptedModel(["The cleaner freed the space."]),
+            subagents=[cleaner(tmp_path, storage, ["The cache at /tmp/cache is cleared."])])
+        assert [i.approval_id for i in parent.controller.list_pending_approvals()] == [approval_id]
+        assert (await parent.controller.approve(approval_id)).ok
+        result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        assert result.stop_reason == "completed" and effects(tmp_path) == ["cleared /tmp/cache"]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        proc.stdout.close()
+        proc.stderr.close()
+        if parent is not None:
+            await parent.aclose()
+        if storage is not None:
+            await storage.aclose()
+
+
+async def test_aclose_of_a_parent_suspends_its_running_child_and_pauses_the_delegation(tmp_path) -> None:
+    storage = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    working = asyncio.Event()
+    release = asyncio.Event()
+
+    async def on_work(n: int) -> None:
+        working.set()
+        await release.wait()
+
+    agent = worker(tmp_path, storage, on_work=on_work)
+    parent = ark.AgentRuntime(ark.ScriptedModel([ScriptedTurn(tool_calls=[call("d1", "delegate_task", agent="worker",
+                                                                               task="Work twice.")])]),
+                              storage=storage, session_id="boss", subagents=[agent])
+    try:
+        handle = parent.start("Get the work done.")
+        await working.wait()
+        closing = asyncio.ensure_future(parent.aclose(grace=30))
+        await asyncio.sleep(0.05)
+        release.set()  # the child's tool returns: the child's checkpoint, then the parent's
+        result = await asyncio.wait_for(closing, 60)
+        assert result.stop_reason == "awaiting_approval" and (await handle.wait()).stop_reason == "awaiting_approval"
+        assert effects(tmp_path, "work.log") == ["work 1"]  # the child's second turn waits for the restore
+        child = await storage.load("boss.worker.1")
+        assert child.is_running and child.last_stop_reason == "suspended"
+        saved = await storage.load("boss")
+        [item] = saved.pending_approval.items
+        assert item.kind == "subagent" and item.detail["suspended"] is True
+    finally:
+        await parent.aclose()
+        await storage.aclose()
