@@ -17,7 +17,10 @@ What :class:`SubAgentsExtension` contributes through the seam (DESIGN §14):
   nothing left to decide, the parent's item is approved, so the parent's call runs
   again, waits for the child's run and answers with its final text.
 * restore: a restored parent rebuilds the children its pending items wait for
-  (``runtime_factory`` again, same session ids) before anything is decided.
+  (``runtime_factory`` again, same session ids) before anything is decided; a parent
+  restored with ``takeover=True`` takes its children's sessions over too.
+* close: a parent's ``aclose`` (or kernel shutdown) closes its children with it; a child
+  suspended so before it finished pauses its call for a person instead of answering it.
 """
 
 from __future__ import annotations
@@ -185,7 +188,9 @@ class SubAgentsExtension(Extension):
             scope.republish(event, parent_run_id=child.parent_run_id, parent_call_id=child.call_id)
 
         child.unsubscribe = runtime.bus.subscribe("*", forward)
-        await runtime.load()
+        # A parent taken over from a live owner takes its children too: that owner's child
+        # runtimes would otherwise hold their leases (and decide their approvals) for good.
+        await runtime.load(takeover=scope.took_over)
         self.children[call_id] = child
         return child
 

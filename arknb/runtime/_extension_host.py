@@ -319,7 +319,8 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
         emit=lambda event_type, payload: live()._emit(event_type, payload), persist=save,
         clock=lambda: live()._clock(), new_id=lambda prefix: live()._new_id(prefix),
         runtime_options=runtime_options, controller=lambda: live().controller,
-        call_model=lambda request, purpose: own_model_call(live(), request, purpose))
+        call_model=lambda request, purpose: own_model_call(live(), request, purpose),
+        took_over=lambda: live()._takeover)
     return ExtensionScope(name, model=rt.model, bus=rt.bus, ports=ports)
 
 

@@ -166,6 +166,13 @@ class ExtensionScope:
         return self._ports.run_id()
 
     @property
+    def took_over(self) -> bool:
+        """True if the runtime took its session from a live owner (``restore(...,
+        takeover=True)``): a session the extension opens on its behalf (a sub-agent's)
+        is taken over too, since the old owner's claim covered it as well."""
+        return self._ports.took_over()
+
+    @property
     def slice(self) -> Any:
         """This extension's slice of the state (``state.extensions[name]``), or None."""
         return self._ports.state().extensions.get(self.name)
@@ -272,6 +279,7 @@ class _ScopePorts:
     runtime_options: Callable[[], dict[str, Any]]
     controller: Callable[[], Any]
     call_model: Callable[[Any, str], Awaitable[Any]]
+    took_over: Callable[[], bool]
 
 
 @dataclass(frozen=True, slots=True)

@@ -272,14 +272,16 @@ class AgentRuntime(RunControl):
                            f"no saved session {session_id!r} in {storage!r}")
         return runtime
 
-    async def load(self) -> AgentState:
+    async def load(self, *, takeover: bool = False) -> AgentState:
         """Load the session's saved state, if it has one, and return the current state.
 
         Runs, resumes and decisions call it first, so it is needed only to look at a
         session before acting on it (``runtime.state``, the pending approvals; a chat
         widget shows them once loaded). Loading is done once: calling it again returns
         the state as it is now. After loading a saved state ``state.loaded`` is published.
-        On a durable store the session's lease is taken before the state is read.
+        On a durable store the session's lease is taken before the state is read; with
+        ``takeover=True`` it is taken from a live owner too, as by ``restore(...,
+        takeover=True)`` (only the first load takes it).
 
         Raises:
             ArkError: the storage's load error if the saved state cannot be read
@@ -288,8 +290,12 @@ class AgentRuntime(RunControl):
                 decision fails with the same error until it is fixed (or the runtime is
                 created with ``fresh=True``). ``state_conflict`` if this runtime was
                 detached (a newer runtime took the session). ``session_locked`` if
-                another live owner holds the session's lease.
+                another live owner holds the session's lease (and ``takeover`` is False).
         """
+        if not isinstance(takeover, bool):
+            raise invalid_argument(f"takeover must be a bool, got {takeover!r}")
+        if takeover and not self._loaded:
+            self._takeover = True
         await self._load()
         return self._state
 

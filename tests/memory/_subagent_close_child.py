@@ -8,9 +8,10 @@ reason> <child's stop reason>`` and blocks until SIGKILL.
 
 ``paused``: a parent delegates to the ``cleaner`` sub-agent until the cleaner waits for
 approval, closes the parent (``aclose``), prints ``CLOSED <namespaced approval id>`` and
-stays alive (the test restores the session meanwhile) until SIGKILL.
+stays alive (the test restores the session meanwhile) until SIGKILL. ``held``: the same
+without the close (the parent and its child keep their leases), printing ``HELD <id>``.
 
-Usage: python _subagent_close_child.py <directory> <store> <shutdown|paused>
+Usage: python _subagent_close_child.py <directory> <store> <shutdown|paused|held>
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ async def shutdown(folder: Path, kind: str) -> None:
     await asyncio.Event().wait()  # until SIGKILL
 
 
-async def paused(folder: Path, kind: str) -> None:
+async def paused(folder: Path, kind: str, close: bool = True) -> None:
     storage = open_store(kind, folder)
     parent = ark.AgentRuntime(ark.ScriptedModel([delegate("d1", "cleaner", "Clear the cache in /tmp/cache.")]),
                               storage=storage, session_id="boss", subagents=[cleaner(folder, storage)])
@@ -60,11 +61,13 @@ async def paused(folder: Path, kind: str) -> None:
     if result.stop_reason != "awaiting_approval" or len(pending) != 1:
         print(f"UNEXPECTED {result.stop_reason} {result.error} {pending}", flush=True)
         return
-    await parent.aclose()
-    print(f"CLOSED {pending[0].approval_id}", flush=True)
+    if close:
+        await parent.aclose()
+    print(f"{'CLOSED' if close else 'HELD'} {pending[0].approval_id}", flush=True)
     await asyncio.Event().wait()  # alive, until SIGKILL
 
 
 if __name__ == "__main__":
     directory, store, mode = sys.argv[1:4]
-    asyncio.run({"shutdown": shutdown, "paused": paused}[mode](Path(directory), store))
+    modes = {"shutdown": shutdown, "paused": paused, "held": lambda f, k: paused(f, k, close=False)}
+    asyncio.run(modes[mode](Path(directory), store))

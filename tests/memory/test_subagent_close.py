@@ -65,20 +65,26 @@ async def test_a_kernel_shutdown_during_a_delegation_suspends_it_and_a_restore_c
             await storage.aclose()
 
 
-async def test_a_closed_parent_releases_its_childs_lease_so_another_process_restores_it(tmp_path) -> None:
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(tmp_path), "sqlite", "paused"],
+@pytest.mark.parametrize("mode", ["paused", "held"])
+async def test_a_parent_restored_while_its_first_process_lives_gets_its_childs_session_too(tmp_path, mode) -> None:
+    """``paused``: the first process closed the parent (aclose), so its child's lease is
+    free too. ``held``: it did not, and the parent is restored with ``takeover=True``,
+    which takes the child's session as well (its lease was the old owner's claim too)."""
+    proc = subprocess.Popen([sys.executable, str(CHILD), str(tmp_path), "sqlite", mode],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     storage = None
     parent = None
     try:
         line = proc.stdout.readline().strip()
-        assert line.startswith("CLOSED "), f"child said {line!r}; stderr:\n{proc.stderr.read()}"
+        assert line.startswith(("CLOSED " if mode == "paused" else "HELD ")), \
+            f"child said {line!r}; stderr:\n{proc.stderr.read()}"
         approval_id = line.split()[1]
-        assert proc.poll() is None  # the process that closed the parent is still alive
+        assert proc.poll() is None  # the first process is still alive
         storage = open_store("sqlite", tmp_path)
         parent = await ark.AgentRuntime.restore(
             "boss", storage=storage, model=ark.ScriptedModel(["The cleaner freed the space."]),
-            subagents=[cleaner(tmp_path, storage, ["The cache at /tmp/cache is cleared."])])
+            subagents=[cleaner(tmp_path, storage, ["The cache at /tmp/cache is cleared."])],
+            takeover=mode == "held")
         assert [i.approval_id for i in parent.controller.list_pending_approvals()] == [approval_id]
         assert (await parent.controller.approve(approval_id)).ok
         result = await asyncio.wait_for(parent.current_run.wait(), 60)
@@ -124,3 +130,10 @@ async def test_aclose_of_a_parent_suspends_its_running_child_and_pauses_the_dele
     finally:
         await parent.aclose()
         await storage.aclose()
+
+
+async def test_load_refuses_a_takeover_that_is_not_a_bool() -> None:
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]), session_id="s")
+    with pytest.raises(ark.ArkError, match="takeover must be a bool"):
+        await runtime.load(takeover="yes")
+    assert not runtime.loaded
