@@ -201,7 +201,19 @@ class SubAgentsExtension(Extension):
             return ToolResult.from_text(
                 f"subagent_not_found: there is no sub-agent {agent_name!r}; choose one of: "
                 f"{', '.join(self.agents)}", is_error=True, error_code=ErrorCode.SUBAGENT_NOT_FOUND.value)
-        record = self._records().get(ctx.call_id) or self._new_record(ctx.call_id, agent_name, task)
+        record = self._records().get(ctx.call_id)
+        if record is None:
+            record = self._new_record(ctx.call_id, agent_name, task)
+            # Saved before the child's session exists: after a crash the saved counter would
+            # otherwise lag behind the sessions in the store, and the next delegation (once a
+            # person settled or cancelled this one) would be handed this one's session, with
+            # its task and its finished or in-doubt calls.
+            saved = await self._scope.persist("subagent_delegated", mandatory=True)
+            if not saved.ok:
+                return ToolResult.from_text(
+                    f"sub-agent {agent_name} was not started: its delegation could not be saved "
+                    f"({saved.error.message if saved.error is not None else 'unknown error'})", is_error=True,
+                    error_code=saved.error.code if saved.error is not None else None)
         try:
             child = await self._child(ctx.call_id, record, ctx.run_id)
         except ArkError as exc:

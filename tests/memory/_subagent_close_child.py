@@ -11,7 +11,11 @@ approval, closes the parent (``aclose``), prints ``CLOSED <namespaced approval i
 stays alive (the test restores the session meanwhile) until SIGKILL. ``held``: the same
 without the close (the parent and its child keep their leases), printing ``HELD <id>``.
 
-Usage: python _subagent_close_child.py <directory> <store> <shutdown|paused|held>
+``between``: the same delegation to ``worker``, killed after its first ``work`` finished
+(its result saved) and before its next model call answers: prints ``BETWEEN`` from the
+child's ``before_model_call`` of turn 2 and blocks until SIGKILL.
+
+Usage: python _subagent_close_child.py <directory> <store> <shutdown|paused|held|between>
 """
 
 from __future__ import annotations
@@ -52,6 +56,20 @@ async def shutdown(folder: Path, kind: str) -> None:
     await asyncio.Event().wait()  # until SIGKILL
 
 
+async def between(folder: Path, kind: str) -> None:
+    storage = open_store(kind, folder)
+
+    async def before_model(turn: int) -> None:
+        if turn == 2:
+            print("BETWEEN", flush=True)
+            await asyncio.Event().wait()  # until SIGKILL
+
+    parent = ark.AgentRuntime(ark.ScriptedModel([delegate("d1", "worker", "Work twice.")]), storage=storage,
+                              session_id="boss", subagents=[worker(folder, storage, on_model_call=before_model)])
+    result = await parent.run("Get the work done.")
+    print(f"UNEXPECTED {result.stop_reason} {result.error}", flush=True)
+
+
 async def paused(folder: Path, kind: str, close: bool = True) -> None:
     storage = open_store(kind, folder)
     parent = ark.AgentRuntime(ark.ScriptedModel([delegate("d1", "cleaner", "Clear the cache in /tmp/cache.")]),
@@ -69,5 +87,6 @@ async def paused(folder: Path, kind: str, close: bool = True) -> None:
 
 if __name__ == "__main__":
     directory, store, mode = sys.argv[1:4]
-    modes = {"shutdown": shutdown, "paused": paused, "held": lambda f, k: paused(f, k, close=False)}
+    modes = {"shutdown": shutdown, "paused": paused, "held": lambda f, k: paused(f, k, close=False),
+             "between": between}
     asyncio.run(modes[mode](Path(directory), store))

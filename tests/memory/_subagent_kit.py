@@ -90,10 +90,11 @@ def uploader(directory: Path, storage, turns: list, *, hang: bool = False) -> ar
                         lambda sid: ark.AgentRuntime(model, tools=[upload], storage=storage, session_id=sid))
 
 
-def worker(directory: Path, storage, turns: list | None = None, *, on_work=None) -> ark.SubAgent:
+def worker(directory: Path, storage, turns: list | None = None, *, on_work=None, on_model_call=None) -> ark.SubAgent:
     """A sub-agent that calls ``work`` (safe, not idempotent) twice, one turn each, then
     answers "Worked twice."; each execution appends ``work <n>`` to ``work.log`` and then
-    awaits ``on_work(n)`` when given."""
+    awaits ``on_work(n)`` when given. ``on_model_call(turn)`` is awaited before each of its
+    model calls."""
 
     @ark.tool
     async def work(n: int) -> str:
@@ -108,5 +109,13 @@ def worker(directory: Path, storage, turns: list | None = None, *, on_work=None)
         turns = [ScriptedTurn(tool_calls=[call("w1", "work", n=1)]), ScriptedTurn(tool_calls=[call("w2", "work", n=2)]),
                  "Worked twice."]
     model = ScriptedModel(turns)
-    return ark.SubAgent("worker", "Does work.",
-                        lambda sid: ark.AgentRuntime(model, tools=[work], storage=storage, session_id=sid))
+
+    def build(session_id: str) -> ark.AgentRuntime:
+        runtime = ark.AgentRuntime(model, tools=[work], storage=storage, session_id=session_id)
+        if on_model_call is not None:
+            @runtime.hooks.before_model_call
+            async def before_model(ctx):
+                await on_model_call(ctx.turn)
+        return runtime
+
+    return ark.SubAgent("worker", "Does work.", build)

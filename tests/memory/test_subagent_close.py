@@ -137,3 +137,38 @@ async def test_load_refuses_a_takeover_that_is_not_a_bool() -> None:
     with pytest.raises(ark.ArkError, match="takeover must be a bool"):
         await runtime.load(takeover="yes")
     assert not runtime.loaded
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+async def test_a_delegation_killed_between_the_childs_tool_and_its_next_model_call_reruns_nothing(tmp_path, kind):
+    """SIGKILL after the child's first tool returned, before its next model call answered:
+    restored, the delegation continues the child's own run (never the task from the start),
+    and the finished tool never runs again."""
+    run_until_line(CHILD, str(tmp_path), kind, "between", prefix="BETWEEN")
+    assert effects(tmp_path, "work.log") == ["work 1"]
+    storage = open_store(kind, tmp_path)
+    rest = [ScriptedTurn(tool_calls=[call("w2", "work", n=2)]), "Worked twice."]
+    parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(["All done."]),
+                                            subagents=[worker(tmp_path, storage, rest)])
+    try:
+        if kind == "file":
+            # Nothing records what started: the delegation is in doubt; rerun continues the child.
+            [doubt] = parent.controller.list_in_doubt()
+            assert doubt.tool_call.name == "delegate_task"
+            assert (await parent.controller.rerun(doubt.operation_id)).ok
+            result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        else:
+            assert parent.controller.list_in_doubt() == []  # delegate_task is idempotent
+            result = await asyncio.wait_for(parent.resume(), 60)
+        assert result.stop_reason == "completed" and result.text == "All done."
+        assert effects(tmp_path, "work.log") == ["work 1", "work 2"]
+        assert {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"} == {"d1": "Worked twice."}
+        child = await storage.load("boss.worker.1")
+        assert child.last_stop_reason == "completed"
+        assert [m.text for m in child.history if m.role == "user"] == ["Work twice."]
+        asked = [c.id for m in child.history for c in m.tool_calls]
+        assert asked == [m.tool_call_id for m in child.history if m.role == "tool"] == ["w1", "w2"]
+    finally:
+        await parent.aclose()
+        if kind == "sqlite":
+            await storage.aclose()

@@ -10,10 +10,10 @@ import pytest
 from pathlib import Path
 
 import arknb as ark
-from arknb import EventTypes
+from arknb import EventTypes, ScriptedTurn
 
 from ..runtime._approval_kit import run_until_line
-from ._subagent_kit import cleaner, effect_tools, effects, open_store, uploader
+from ._subagent_kit import call, cleaner, delegate, effect_tools, effects, open_store, uploader
 
 CHILD = Path(__file__).with_name("_subagent_child.py")
 
@@ -175,3 +175,40 @@ async def test_the_parent_chat_offers_a_childs_in_doubt_call_and_marks_it_done(t
         chat.close()
         await parent.aclose()
         await storage.aclose()
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+async def test_the_next_delegation_after_a_crashed_one_gets_a_session_of_its_own(tmp_path, kind) -> None:
+    """SIGKILL mid-delegation, then the interrupted delegation is settled without running it
+    again (file: a person marks it done; SQLite: the interrupted run is cancelled). The next
+    delegation to the same sub-agent starts its own task in a new session: it is never
+    handed the crashed one's session, with that task and its in-doubt upload."""
+    run_until_line(INDOUBT_CHILD, str(tmp_path), kind, prefix="UPLOADING")
+    storage = open_store(kind, tmp_path)
+    turns = [ScriptedTurn(tool_calls=[call("u9", "upload", filename="other.pdf")]), "Uploaded other.pdf."]
+    script = [delegate("d2", "uploader", "Upload other.pdf."), "Both are up."]
+    if kind == "file":
+        script.insert(0, "Noted.")
+    parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(script),
+                                            subagents=[uploader(tmp_path, storage, turns)])
+    try:
+        if kind == "file":
+            [doubt] = parent.controller.list_in_doubt()
+            assert (await parent.controller.mark_done(doubt.operation_id, "report.pdf is uploaded")).ok
+            assert (await asyncio.wait_for(parent.current_run.wait(), 60)).stop_reason == "completed"
+        else:
+            assert parent.cancel()
+            assert (await asyncio.wait_for(parent.current_run.wait(), 60)).stop_reason == "cancelled"
+        result = await asyncio.wait_for(parent.run("Now upload other.pdf."), 60)
+        assert result.stop_reason == "completed" and result.text == "Both are up."
+        answers = {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"}
+        assert answers["d2"] == "Uploaded other.pdf."
+        assert effects(tmp_path, "uploads.log") == ["upload report.pdf", "upload other.pdf"]  # each once
+        second = await storage.load("boss.uploader.2")
+        assert [m.text for m in second.history if m.role == "user"] == ["Upload other.pdf."]
+        first = await storage.load("boss.uploader.1")
+        assert [m.text for m in first.history if m.role == "user"] == ["Upload report.pdf."]  # left as it was
+    finally:
+        await parent.aclose()
+        if kind == "sqlite":
+            await storage.aclose()

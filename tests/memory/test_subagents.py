@@ -10,7 +10,7 @@ import pytest
 import arknb as ark
 from arknb import EventTypes, ScriptedModel, ScriptedTurn
 
-from ._subagent_kit import call, cleaner, delegate, effect_tools, effects
+from ._subagent_kit import call, cleaner, delegate, effect_tools, effects, uploader
 
 
 def reporter(storage, answers: list[str], seen_hooks: list | None = None) -> ark.SubAgent:
@@ -281,3 +281,20 @@ def test_a_clone_starts_with_a_copy_of_the_parents_hooks_in_their_order() -> Non
     assert [e.name for e in twin.for_slot(ark.HookSlot.BEFORE_TOOL_CALL)] == ["first", "second"]
     twin.remove("second")
     assert "second" in hooks.names()  # the copy is its own registry
+
+
+async def test_a_delegation_whose_record_cannot_be_saved_does_not_start_the_child(tmp_path) -> None:
+    from ..runtime._approval_kit import FaultyStorage
+
+    # The parent's session only: a child's state never carries the parent's sub-agent slice.
+    storage = FaultyStorage(fail_if=lambda s: s.session_id == "boss" and "subagents" in s.extensions)
+    parent = ark.AgentRuntime(ScriptedModel([delegate("d1", "uploader", "Upload report.pdf."), "I could not."]),
+                              storage=storage, session_id="boss",
+                              subagents=[uploader(tmp_path, storage, [ScriptedTurn(tool_calls=[
+                                  call("u1", "upload", filename="report.pdf")])])])
+    result = await parent.run("Upload the report.")
+    answer = next(m for m in parent.state.history if m.role == "tool")
+    assert answer.is_error and "was not started: its delegation could not be saved" in answer.text
+    assert effects(tmp_path, "uploads.log") == []  # the child never ran
+    assert await storage.load("boss.uploader.1") is None
+    assert result.text == "I could not."
