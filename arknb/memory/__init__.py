@@ -8,7 +8,8 @@ from .compressor import SEARCH_HISTORY, ContextCompressor, ContextExtension, com
 from .delegation import DELEGATE_TASK, SUBAGENT_KIND, SubAgentsExtension, subagents_extension
 from .episodes import (DurableEpisodeStore, Episode, EpisodeStore, JsonlEpisodeStore, MemoryEpisodeStore,
                        SQLiteEpisodeStore)
-from .episodic import RETRIEVE_MEMORY, EpisodicMemory, MemoryExtension, ScoredEpisode, memory_extension
+from .episodic import (RETRIEVE_MEMORY, EpisodicMemory, MemoryExtension, ScoredEpisode, memory_extension,
+                       run_episode_id)
 from .keywords import BM25Index, tokenize
 from .subagents import SubAgent
 from .tokens import estimate_message_tokens, estimate_text_tokens
@@ -18,5 +19,5 @@ __all__ = [
     "subagents_extension", "ContextExtension", "Episode", "EpisodeStore", "EpisodicMemory",
     "JsonlEpisodeStore", "MemoryEpisodeStore", "MemoryExtension", "RETRIEVE_MEMORY", "SEARCH_HISTORY",
     "SQLiteEpisodeStore", "ScoredEpisode", "DurableEpisodeStore", "compressor_extension", "memory_extension",
-    "estimate_message_tokens", "estimate_text_tokens", "tokenize",
+    "estimate_message_tokens", "estimate_text_tokens", "run_episode_id", "tokenize",
 ]

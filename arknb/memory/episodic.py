@@ -13,6 +13,7 @@ downloads a model: embeddings are whatever the user's function computes.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import math
 import os
@@ -34,7 +35,7 @@ from .episodes import DurableEpisodeStore, Episode, EpisodeStore, JsonlEpisodeSt
 from .keywords import BM25Index, tokenize
 
 __all__ = ["EpisodicMemory", "MEMORY_SLICE", "MemoryExtension", "RETRIEVE_MEMORY", "ScoredEpisode",
-           "memory_extension"]
+           "memory_extension", "run_episode_id"]
 
 RETRIEVE_MEMORY = "retrieve_memory"
 MEMORY_SLICE = "memory"
@@ -155,8 +156,13 @@ class EpisodicMemory:
     # -- writing -----------------------------------------------------------------------------
 
     async def record(self, *, session_id: str, run_id: str, messages: Sequence[AgentMessage],
-                     created_at: float | None = None) -> Episode:
-        """Record one episode from a run's messages (what the runtime does when a run completes)."""
+                     created_at: float | None = None, episode_id: str | None = None) -> Episode:
+        """Record one episode from a run's messages (what the runtime does when a run completes).
+
+        Args:
+            episode_id: the episode's id (a fresh one by default; the runtime passes
+                :func:`run_episode_id`, one per run).
+        """
         user_text = "\n".join(m.text for m in messages if m.role is Role.USER and m.text)
         answer = next((m.text for m in reversed(messages) if m.role is Role.ASSISTANT and m.text), "")
         if self.summarize is not None:
@@ -168,7 +174,8 @@ class EpisodicMemory:
         else:
             summary = f"User: {user_text}\nAssistant: {answer}"
         embedding = await self._embed(summary) if self.embed is not None else None
-        episode = Episode(episode_id=f"episode_{uuid.uuid4().hex[:12]}", session_id=session_id, run_id=run_id,
+        episode = Episode(episode_id=episode_id or f"episode_{uuid.uuid4().hex[:12]}", session_id=session_id,
+                          run_id=run_id,
                           summary=summary.strip(), created_at=time.time() if created_at is None else created_at,
                           input=user_text, answer=answer, embedding=embedding)
         await self.store.add(episode)
@@ -224,6 +231,32 @@ class MemoryExtension(Extension):
 
         return retrieve_memory
 
+    async def on_restore(self, state: AgentState) -> None:
+        # A process that ended after a run's terminal save and before its episode was
+        # written (summarize and embed run then, and may take a while) left a completed run
+        # unremembered: record it now. Its id is the run's, so it is never kept twice.
+        scope = self._scope
+        slice_ = scope.slice or {}
+        run_id = slice_.get("run_id")
+        if not (isinstance(run_id, str) and run_id and slice_.get("recorded") != run_id and not state.is_running
+                and state.current_run_id == run_id and state.last_stop_reason == "completed"):
+            return
+        try:
+            wanted = run_episode_id(scope.session_id, run_id)
+            if any(e.episode_id == wanted for e in await self.memory.episodes()):
+                scope.set_slice({**slice_, "recorded": run_id})  # written before the end, not yet noted
+                return
+            await self._hook.remember(state, run_id)
+        except Exception as exc:  # the session restores all the same; the next restore tries again
+            scope.emit(EventTypes.HOOK_DIAGNOSTIC, {
+                "slot": "on_restore", "hook": self._hook.name, "kind": "exception", "fail_closed": False,
+                "message": f"could not record the episode of run {run_id}: {type(exc).__name__}: {exc}"})
+
+
+def run_episode_id(session_id: str, run_id: str) -> str:
+    """The id of the episode the runtime records for run ``run_id`` of ``session_id``."""
+    return "episode_" + hashlib.sha256(f"{session_id}\x00{run_id}".encode()).hexdigest()[:16]
+
 
 class _Recorder(AgentHook):
     """Notes where a run's messages start; records the episode when the run completes."""
@@ -235,20 +268,28 @@ class _Recorder(AgentHook):
 
     async def before_run(self, ctx: BeforeRunHookContext) -> None:
         # Saved with the run's first save, so a run continued after an approval or a
-        # restore still knows where its messages start.
-        self.ext._scope.set_slice({"run_start": len(ctx.state.history)})
+        # restore still knows where its messages start, and a restore after its terminal
+        # save knows which run's episode may be missing.
+        self.ext._scope.set_slice({"run_start": len(ctx.state.history), "run_id": ctx.run_id})
         return None
 
     async def after_run(self, ctx: AfterRunHookContext) -> None:
         if ctx.result.stop_reason != "completed":
             return
+        await self.remember(ctx.state, ctx.run_id)
+
+    async def remember(self, state: AgentState, run_id: str) -> None:
+        """Record the episode of completed run ``run_id`` (once: its id is the run's)."""
         scope = self.ext._scope
-        history = ctx.state.history
-        start = (scope.slice or {}).get("run_start")
+        history = state.history
+        slice_ = dict(scope.slice or {})
+        start = slice_.get("run_start")
         if not isinstance(start, int) or not 0 <= start < len(history):
             start = next((i for i in range(len(history) - 1, -1, -1) if history[i].role is Role.USER), 0)
-        episode = await self.ext.memory.record(session_id=ctx.session_id, run_id=ctx.run_id,
-                                               messages=history[start:], created_at=scope.clock())
+        episode = await self.ext.memory.record(session_id=scope.session_id, run_id=run_id,
+                                               messages=history[start:], created_at=scope.clock(),
+                                               episode_id=run_episode_id(scope.session_id, run_id))
+        scope.set_slice({**slice_, "recorded": run_id})  # (saved with the next save; until then the id dedups)
         scope.emit(EventTypes.MEMORY_RECORDED, lambda: {
             "episode_id": episode.episode_id, "summary": episode.summary, "run_id": episode.run_id})
 
