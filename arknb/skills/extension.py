@@ -107,15 +107,15 @@ class SkillsExtension(Extension):
                        "it has any) are added from your next step on. Available skills:\n" + listing)
 
         async def activate_skill(name, ctx):
-            return extension._activate_skill(name, ctx.call_id)
+            return await extension._activate_skill(name, ctx.call_id)
 
         # The parameter's schema lists the skill names (an enum the model sees).
         activate_skill.__annotations__ = {"name": Literal[tuple(s.name for s in on_demand)],
-                                          "ctx": ToolContext, "return": str}
+                                          "ctx": ToolContext, "return": str | ToolResult}
         activate_skill.__doc__ = "Activate a skill.\n\nArgs:\n    name: the skill to activate."
         return tool(activate_skill, name=ACTIVATE_SKILL, description=description, read_only=True)
 
-    def _activate_skill(self, name: str, call_id: str) -> str | ToolResult:
+    async def _activate_skill(self, name: str, call_id: str) -> str | ToolResult:
         skill = self.skills.get(name)
         if skill is None:  # the schema's enum normally catches this first
             return ToolResult.from_text(f"unknown skill {name!r}; available: {', '.join(self.skills)}",
@@ -126,7 +126,16 @@ class SkillsExtension(Extension):
         active = active_skills_of(scope.state.extensions)
         if name in active:
             return f"Skill {name!r} is already active."
+        before = scope.slice
         scope.set_slice({"active": [*active, name]})
+        # Saved before it is announced: the answer is recorded as the call's result, which a
+        # restore reuses without running the call again, so the state must already hold it.
+        saved = await scope.persist("skill_activated", mandatory=True)
+        if not saved.ok:
+            scope.set_slice(before)
+            why = saved.error.message if saved.error else "unknown error"
+            return ToolResult.from_text(f"skill {name!r} was not activated: its activation could not be saved ({why})",
+                                        is_error=True, error_code=saved.error.code if saved.error else None)
         scope.emit(EventTypes.SKILL_ACTIVATED, lambda: {
             "name": name, "description": skill.description, "tools": list(skill.tool_names), "call_id": call_id})
         tools = f" and its tools ({', '.join(skill.tool_names)})" if skill.tools else ""
