@@ -108,7 +108,7 @@ async def test_a_sync_tool_cancelled_while_its_thread_runs_is_recorded_indetermi
     # Python cannot stop a thread: the tool's effect lands after the run was cancelled, so
     # the record must not say the call failed.
     import threading
-    entered, release, effects = threading.Event(), threading.Event(), []
+    entered, release, finished, effects = threading.Event(), threading.Event(), threading.Event(), []
 
     @ark.tool
     def send(to: str) -> str:
@@ -116,6 +116,7 @@ async def test_a_sync_tool_cancelled_while_its_thread_runs_is_recorded_indetermi
         entered.set()
         release.wait(30)
         effects.append(to)
+        finished.set()
         return "sent"
 
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
@@ -130,8 +131,11 @@ async def test_a_sync_tool_cancelled_while_its_thread_runs_is_recorded_indetermi
     assert op.completed and op.status is OperationStatus.INDETERMINATE and op.error.code == "cancelled"
     assert op.attempts[-1].outcome == "cancelled"
     assert "may have had part of its effect" in _answers(runtime)["c1"]
-    await runtime.aclose()
+    assert await asyncio.to_thread(finished.wait, 30)
     assert effects == ["bob"]  # it did happen: "failed" would have been a wrong record
+    assert [op.status for op in _by_call(await store.list_operations("s")).values()] == [
+        OperationStatus.INDETERMINATE]  # and the thread's late return changed no record
+    await runtime.aclose()
     await store.aclose()
 
 
