@@ -22,6 +22,28 @@ from ._subagent_kit import call, cleaner, effects, open_store, worker
 CHILD = Path(__file__).with_name("_subagent_close_child.py")
 
 
+async def _restore_worker(tmp_path: Path, kind: str):
+    """The store and the parent restored in this process, the worker's script continuing
+    from its second turn (the first ran in the killed process)."""
+    storage = open_store(kind, tmp_path)
+    rest = [ScriptedTurn(tool_calls=[call("w2", "work", n=2)]), "Worked twice."]
+    parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(["All done."]),
+                                            subagents=[worker(tmp_path, storage, rest)])
+    return storage, parent
+
+
+async def _assert_worked_twice(tmp_path: Path, storage, parent: ark.AgentRuntime, result) -> None:
+    """Both runs completed, each ``work`` ran once, the task was given once, no call unanswered."""
+    assert result.stop_reason == "completed" and result.text == "All done."
+    assert effects(tmp_path, "work.log") == ["work 1", "work 2"]  # each once
+    assert {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"} == {"d1": "Worked twice."}
+    child = await storage.load("boss.worker.1")
+    assert child.last_stop_reason == "completed" and not child.is_running
+    assert [m.text for m in child.history if m.role == "user"] == ["Work twice."]  # the task once
+    asked = [c.id for m in child.history for c in m.tool_calls]
+    assert asked == [m.tool_call_id for m in child.history if m.role == "tool"] == ["w1", "w2"]
+
+
 @pytest.mark.parametrize("kind", ["file", "sqlite"])
 async def test_a_kernel_shutdown_during_a_delegation_suspends_it_and_a_restore_continues_the_child(
         tmp_path, kind) -> None:
@@ -32,10 +54,7 @@ async def test_a_kernel_shutdown_during_a_delegation_suspends_it_and_a_restore_c
     assert line.split()[1:] == ["awaiting_approval", "suspended"]
     assert effects(tmp_path, "work.log") == ["work 1"]
 
-    storage = open_store(kind, tmp_path)
-    rest = [ScriptedTurn(tool_calls=[call("w2", "work", n=2)]), "Worked twice."]
-    parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(["All done."]),
-                                            subagents=[worker(tmp_path, storage, rest)])
+    storage, parent = await _restore_worker(tmp_path, kind)
     try:
         saved = parent.state
         assert [m.tool_call_id for m in saved.history if m.role == "tool"] == []  # d1 was not answered
@@ -46,15 +65,7 @@ async def test_a_kernel_shutdown_during_a_delegation_suspends_it_and_a_restore_c
         decided = await parent.controller.approve(item.approval_id)
         assert decided.ok and decided.all_decided
         result = await asyncio.wait_for(parent.current_run.wait(), 60)
-        assert result.stop_reason == "completed" and result.text == "All done."
-        assert effects(tmp_path, "work.log") == ["work 1", "work 2"]  # each once
-        answers = {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"}
-        assert answers == {"d1": "Worked twice."}
-        child = await storage.load("boss.worker.1")
-        assert child.last_stop_reason == "completed" and not child.is_running
-        assert [m.text for m in child.history if m.role == "user"] == ["Work twice."]  # the task once
-        asked = [c.id for m in child.history for c in m.tool_calls]
-        assert asked == [m.tool_call_id for m in child.history if m.role == "tool"] == ["w1", "w2"]
+        await _assert_worked_twice(tmp_path, storage, parent, result)
         if kind == "sqlite":
             operations = await storage.list_operations("boss.worker.1")
             assert sorted(o.purpose_key.rsplit(":", 1)[1] for o in operations if o.kind == "tool_call") == ["w1", "w2"]
@@ -146,10 +157,7 @@ async def test_a_delegation_killed_between_the_childs_tool_and_its_next_model_ca
     and the finished tool never runs again."""
     run_until_line(CHILD, str(tmp_path), kind, "between", prefix="BETWEEN")
     assert effects(tmp_path, "work.log") == ["work 1"]
-    storage = open_store(kind, tmp_path)
-    rest = [ScriptedTurn(tool_calls=[call("w2", "work", n=2)]), "Worked twice."]
-    parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(["All done."]),
-                                            subagents=[worker(tmp_path, storage, rest)])
+    storage, parent = await _restore_worker(tmp_path, kind)
     try:
         if kind == "file":
             # Nothing records what started: the delegation is in doubt; rerun continues the child.
@@ -160,14 +168,7 @@ async def test_a_delegation_killed_between_the_childs_tool_and_its_next_model_ca
         else:
             assert parent.controller.list_in_doubt() == []  # delegate_task is idempotent
             result = await asyncio.wait_for(parent.resume(), 60)
-        assert result.stop_reason == "completed" and result.text == "All done."
-        assert effects(tmp_path, "work.log") == ["work 1", "work 2"]
-        assert {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"} == {"d1": "Worked twice."}
-        child = await storage.load("boss.worker.1")
-        assert child.last_stop_reason == "completed"
-        assert [m.text for m in child.history if m.role == "user"] == ["Work twice."]
-        asked = [c.id for m in child.history for c in m.tool_calls]
-        assert asked == [m.tool_call_id for m in child.history if m.role == "tool"] == ["w1", "w2"]
+        await _assert_worked_twice(tmp_path, storage, parent, result)
     finally:
         await parent.aclose()
         if kind == "sqlite":
