@@ -183,7 +183,7 @@ async def _pair_interrupted(rt: AgentRuntime, ctx: RunContext, resolving: bool) 
                 "must decide first (an approval, or a call that may have run); call runtime.resume() (or "
                 "runtime.controller.list_pending_approvals()), decide them, then send the input again"))
         try:
-            await execute_batch(rt, ctx, plan.batch_id, message, allowed, plan.denied)
+            outcome = await execute_batch(rt, ctx, plan.batch_id, message, allowed, plan.denied)
         except CallsInDoubt:
             # Found only now (a restored call that began and left no result): a person decides.
             await pause_interrupted_run(rt)
@@ -191,6 +191,14 @@ async def _pair_interrupted(rt: AgentRuntime, ctx: RunContext, resolving: bool) 
                 ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
                 f"session {rt.session_id!r}: a tool call of the interrupted run may or may not have run; decide it "
                 "(runtime.controller.list_in_doubt()), then send the input again")) from None
+        if outcome.deferred:
+            # A call run again handed itself to a person (ToolContext.defer: a delegation whose
+            # child now waits for a decision): the interrupted run pauses for it as resume()
+            # would pause, and the input waits. Dropped, the call would stay unanswered.
+            pause = BatchPlan(batch_id=plan.batch_id, denied=list(plan.denied), deferred=outcome.deferred)
+            batch = build_batch(rt, ctx, pause, message, finished=outcome.finished)
+            error = await freeze_for_approval(rt, ctx, batch, reason=rt._extensions.kind(batch.kind).suspend_reason)
+            raise _InputRefused(error or rt._extensions.blocks_input_error(batch))
     finally:
         ctx.run_id, ctx.turn, ctx.continued = new_run, new_turn, False
 

@@ -212,3 +212,43 @@ async def test_the_next_delegation_after_a_crashed_one_gets_a_session_of_its_own
         await parent.aclose()
         if kind == "sqlite":
             await storage.aclose()
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+async def test_new_input_to_a_parent_whose_delegation_a_crash_interrupted_waits_for_the_childs_doubt(
+        tmp_path, kind) -> None:
+    """SIGKILL while the child's upload runs, then new input instead of resume(). The input
+    is refused and the parent pauses for the child's in-doubt call (on SQLite the delegation
+    runs again first and defers itself: that deferral was dropped, leaving the call unpaired
+    and the child's doubt unseen); decided, the run ends, and the input then goes through."""
+    from ..runtime._approval_kit import assert_history_paired
+
+    run_until_line(INDOUBT_CHILD, str(tmp_path), kind, prefix="UPLOADING")
+    storage = open_store(kind, tmp_path)
+    parent = await ark.AgentRuntime.restore(
+        "boss", storage=storage, model=ark.ScriptedModel(["The report is up.", "Hello again."]),
+        subagents=[uploader(tmp_path, storage, ["Uploaded report.pdf."])])
+    try:
+        with pytest.raises(ark.ArkError) as refused:
+            await parent.run("Something else.")
+        assert refused.value.code == "pending_approval_blocks_input"
+        assert [m.text for m in parent.state.history if m.role == "user"] == ["Upload the report."]  # not added
+        if kind == "file":  # nothing recorded what started: the delegation itself is in doubt first
+            [delegation] = parent.controller.list_in_doubt()
+            assert (await parent.controller.rerun(delegation.operation_id)).ok
+            assert (await asyncio.wait_for(parent.current_run.wait(), 60)).stop_reason == "awaiting_approval"
+        [doubt] = parent.controller.list_in_doubt()
+        assert doubt.operation_id.startswith("uploader/") and doubt.tool_call.name == "upload"
+        assert (await parent.controller.mark_done(doubt.operation_id, "uploaded report.pdf")).ok
+        result = await asyncio.wait_for(parent.current_run.wait(), 60)
+        assert result.stop_reason == "completed" and result.text == "The report is up."
+        again = await asyncio.wait_for(parent.run("Something else."), 60)
+        assert again.stop_reason == "completed" and again.text == "Hello again."
+        assert_history_paired(parent.state.history)
+        assert {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"} == {
+            "d1": "Uploaded report.pdf."}
+        assert effects(tmp_path, "uploads.log") == ["upload report.pdf"]  # never started again
+    finally:
+        await parent.aclose()
+        if kind == "sqlite":
+            await storage.aclose()
