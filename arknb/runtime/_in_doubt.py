@@ -101,9 +101,10 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
                                   text: str | None) -> ApprovalDecisionResult:
     """Record a person's decision on one in-doubt call; the last one continues the run.
 
-    Like an approval decision (DESIGN §8), it is saved before it is acknowledged: the
-    operation records it first (durable store), then the state, in a mandatory save that
-    consumes the batch when it is the last decision. A failed save leaves the item pending.
+    Like an approval decision (DESIGN §8), it is saved before it is acknowledged: in a
+    mandatory save that consumes the batch when it is the last decision, and that carries
+    the operation's record of it (durable store) in the same commit. A failed save (or a
+    process killed before it) leaves the item pending, its operation in doubt.
     """
     try:
         await rt.load()
@@ -128,7 +129,7 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
             ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_IN_DOUBT,
             f"in-doubt call {item_id!r} was already decided ({item.resolution}); the first decision stands"))
     try:
-        await rt._invocations.record_in_doubt_decision(item, resolution, text)
+        records = await rt._invocations.record_in_doubt_decision(item, resolution, text)
     except ArkError as exc:
         return ApprovalDecisionResult.failure(item_id, exc)
     verdict = ApprovalDecision.APPROVED if resolution == "rerun" else ApprovalDecision.DENIED
@@ -139,7 +140,7 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
     # The last decision's save consumes the batch: a restore never offers it again.
     candidate = state.model_copy(update={"pending_approval": None if all_decided else batch})
     saved = await persist(rt, None, "in_doubt_resolved" if all_decided else "in_doubt_decision", mandatory=True,
-                          candidate=candidate, run_id=batch.run_id)
+                          candidate=candidate, run_id=batch.run_id, operations=records)
     if not saved.ok:
         error = save_error(saved.error)
         return ApprovalDecisionResult.failure(item_id, ArkError(
