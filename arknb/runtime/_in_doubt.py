@@ -94,6 +94,9 @@ async def pause_interrupted_run(rt: AgentRuntime) -> bool:
     error = await freeze_for_approval(rt, None, batch, reason=IN_DOUBT)
     if error is not None:
         raise error
+    # No run ends here to commit what the pause announced (a run's end does): it is
+    # committed now, or a kernel that dies while the person decides loses it from the outbox.
+    await rt._invocations.flush()
     return True
 
 
@@ -150,6 +153,7 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
         "batch_id": batch.batch_id, "approval_id": item_id, "decision": verdict.value, "resolution": resolution,
         "deny_reason": decided.deny_reason, "all_decided": all_decided, "kind": IN_DOUBT}, run_id=batch.run_id)
     if not all_decided:
+        await rt._invocations.flush()  # announced while it waits for the next decision (see apply_decision)
         return _result(item_id, resolution, False)
     rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
         "batch_id": batch.batch_id, "items": [i.model_dump(mode="json") for i in batch.items], "kind": IN_DOUBT},

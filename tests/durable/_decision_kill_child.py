@@ -45,7 +45,9 @@ async def main(kind: str, directory: str, point: str, resolution: str) -> None:
         decided = await runtime.controller.mark_done(item.operation_id, "slow 2 done (first process)")
     else:
         decided = await runtime.controller.mark_failed(item.operation_id, "slow 2 failed (first process)")
-    print(f"DECIDED {decided.ok} {decided.error}", flush=True)
+    if not decided.ok:
+        print(f"UNEXPECTED {decided.error}", flush=True)
+        return
     await hang()
 
 

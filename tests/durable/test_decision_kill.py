@@ -30,10 +30,10 @@ async def _decide_then_kill(tmp_path: Path, kind: str, point: str, resolution: s
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 60)
-        assert line.decode().strip() == f"READY {point}", (line, (await proc.stderr.read()).decode()[-2000:])
     finally:
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
+    assert line.decode().strip() == f"READY {point}", (line, (await proc.stderr.read()).decode()[-2000:])
 
 
 async def _decide(runtime: ark.AgentRuntime, operation_id: str, resolution: str) -> ark.ApprovalDecisionResult:
@@ -104,5 +104,37 @@ async def test_a_decision_whose_save_the_store_refuses_leaves_the_call_in_doubt_
     op = await store.get_operation(item.operation_id)
     assert op.completed and op.status is OperationStatus.FAILED and op.result_source == "person"
     assert counts(tmp_path) == {"fast": 1, "slow": 1}
+    await runtime.aclose()
+    await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_rerun_killed_again_is_put_to_the_person_once_as_its_second_attempt(tmp_path, request, kind):
+    if kind == "postgres":
+        (tmp_path / "dsn").write_text(request.getfixturevalue("pg_dsn"))
+    await crash(tmp_path, kind, "one_done_one_running")
+    await _decide_then_kill(tmp_path, kind, "rerun_running", "rerun")
+    assert counts(tmp_path) == {"fast": 1, "slow": 2}
+    store, _, runtime = await restore(tmp_path, kind, ["Both finished."])
+    [item] = runtime.controller.list_in_doubt()
+    assert item.tool_call.id == "c2" and item.attempts == 2
+    op = await store.get_operation(item.operation_id)
+    assert op.in_doubt and [(a.number, a.outcome, a.complete) for a in op.attempts] == [
+        (1, "rerun approved", False), (2, None, False)]
+    # The outbox asked about attempt 1 once and about attempt 2 once; c1 was never asked about.
+    asked = [(e.payload["call"]["id"], e.payload["attempts"]) for e in await store.read_events("s1")
+             if e.type == ark.EventTypes.OPERATION_IN_DOUBT]
+    assert asked == [("c2", 1), ("c2", 2)]
+
+    assert (await runtime.controller.mark_done(item.operation_id, "slow 2 done (checked by hand)")).ok
+    assert (await finish(runtime)).stop_reason == "completed"
+    assert tool_answers(runtime) == {"c1": "fast 1 done", "c2": "slow 2 done (checked by hand)"}
+    assert counts(tmp_path) == {"fast": 1, "slow": 2}  # the person's answer, no third run
+    op = await store.get_operation(item.operation_id)
+    assert op.completed and op.status is OperationStatus.SUCCEEDED and op.result_source == "person"
+    assert [a.complete for a in op.attempts] == [False, True] and op.attempts[-1].outcome == "settled by person"
+    assert runtime.controller.list_in_doubt() == []
+    ops = [o for o in await store.list_operations("s1") if not o.completed]
+    assert ops == []
     await runtime.aclose()
     await store.aclose()
