@@ -322,8 +322,11 @@ def _closed(operation: Operation, now: float, reason: str, error: Any) -> Operat
     """``operation`` completed as its run ended (see ``ToolOperations.close_run``)."""
     if operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
         return operation.advance(OperationPhase.COMPLETED, at=now)  # (its status came with the result)
-    # A model call has no side effects: one that began and was cut off simply failed.
-    unknown = operation.in_doubt or (attempt_open(operation.attempts) and operation.kind != MODEL_CALL)
+    # A call that began an attempt and has no result may have taken effect: the one under
+    # way now, or one a crash cut short (a rerun a person chose that never began leaves
+    # that attempt closed, its fate still unknown). A model call has no side effects: one
+    # that began and was cut off simply failed.
+    unknown = operation.in_doubt or (bool(operation.attempts) and operation.kind != MODEL_CALL)
     return operation.advance(OperationPhase.COMPLETED, at=now, error=error, result_source="run_end",
                              status=OperationStatus.INDETERMINATE if unknown else OperationStatus.FAILED,
                              attempts=close_last(operation.attempts, now, f"the run ended {reason}", complete=False))

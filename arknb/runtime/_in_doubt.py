@@ -28,8 +28,8 @@ from ._tool_batch import unanswered_calls
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["IN_DOUBT", "RESOLUTIONS", "InDoubtKind", "apply_in_doubt_decision", "in_doubt_batch", "interrupted", "last_assistant",
-           "pause_interrupted_run", "settled_answers"]
+__all__ = ["IN_DOUBT", "RESOLUTIONS", "InDoubtKind", "apply_in_doubt_decision", "in_doubt_batch", "interrupted",
+           "last_assistant", "pause_interrupted_run", "person_answer", "settled_answers"]
 
 IN_DOUBT = "in_doubt"
 RESOLUTIONS = ("rerun", "done", "failed")
@@ -208,13 +208,22 @@ def settled_answers(batch: PendingApprovalBatch) -> tuple[list, list[DeniedCall]
     allowed = list(batch.allowed_calls)
     settled: list[DeniedCall] = []
     for item in batch.items:
-        if item.resolution == "rerun":
+        answer = person_answer(item)
+        if answer is None:  # (rerun)
             allowed.append(item.tool_call)
-        elif item.resolution == "done":
-            settled.append(DeniedCall(call=item.tool_call, result=ToolResult.from_text(item.result_text or ""),
-                                      reason="marked done", hook="person"))
         else:
-            settled.append(DeniedCall(call=item.tool_call, result=ToolResult.from_text(
-                item.result_text or "marked failed", is_error=True, error_code=ErrorCode.TOOL_FAILED.value),
-                reason="marked failed", hook="person"))
+            settled.append(answer)
     return allowed, settled
+
+
+def person_answer(item: PendingApprovalItem) -> DeniedCall | None:
+    """The answer a person gave an in-doubt call (marked done or failed); None for one
+    still pending or to be rerun."""
+    if item.resolution == "done":
+        return DeniedCall(call=item.tool_call, result=ToolResult.from_text(item.result_text or ""),
+                          reason="marked done", hook="person")
+    if item.resolution == "failed":
+        return DeniedCall(call=item.tool_call, result=ToolResult.from_text(
+            item.result_text or "marked failed", is_error=True, error_code=ErrorCode.TOOL_FAILED.value),
+            reason="marked failed", hook="person")
+    return None

@@ -416,6 +416,9 @@ class Transcript:
         """A run that ended (e.g. cancelled while awaiting approval) leaves no call
         pending: the runtime answered them in history without a tool event, so close
         their cards and drop their approvals here (a replay must not offer them)."""
+        # A call a crash left in doubt, undecided or with a rerun chosen that never began.
+        doubtful = {approval["call_id"] for approval in self.approvals.values()
+                    if approval["kind"] == "in_doubt" and approval["decision"] in ("pending", "rerun")}
         for approval in self.approvals.values():
             if approval["decision"] == "pending":
                 approval["decision"] = "cancelled"
@@ -424,6 +427,8 @@ class Transcript:
             if status in _OPEN_TOOL_STATUS:
                 # A running call, or one a crash left in doubt, may have taken effect: the
                 # model is told so, and a card saying "not executed" would invite a rerun.
+                if status != "running" and entry["call_id"] in doubtful:
+                    status = "in_doubt"
                 interrupted = status in ("running", "in_doubt")
                 self._card(entry, status="interrupted" if interrupted else "not_executed")
                 if entry["result"] is None:
