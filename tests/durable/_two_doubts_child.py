@@ -3,7 +3,7 @@ calls (c1, c2) that both block once they have appended ``send <n>`` to
 ``<dir>/effects.log``; it prints ``READY`` once both run, then blocks until SIGKILL, so a
 restore finds both in doubt.
 
-Usage: python _two_doubts_child.py <dir>
+Usage: python _two_doubts_child.py <sqlite|postgres> <dir>  (postgres: the DSN is in <dir>/dsn)
 """
 
 from __future__ import annotations
@@ -37,8 +37,14 @@ def make_tools(directory: str | Path, *, first_process: bool) -> list:
     return [send]
 
 
-async def main(directory: str) -> None:
-    store = ark.SQLiteStore(Path(directory) / "arknb.sqlite3")
+def open_store(kind: str, directory: str | Path):
+    if kind == "postgres":
+        return ark.PostgresStore((Path(directory) / "dsn").read_text())
+    return ark.SQLiteStore(Path(directory) / "arknb.sqlite3")
+
+
+async def main(kind: str, directory: str) -> None:
+    store = open_store(kind, directory)
     runtime = ark.AgentRuntime(ark.ScriptedModel([TURN]), tools=make_tools(directory, first_process=True),
                                storage=store, session_id="s1")
     result = await runtime.run("go")
@@ -46,4 +52,4 @@ async def main(directory: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -18,15 +18,22 @@ import pytest
 import arknb as ark
 from arknb.durable import OperationStatus
 
-from ._two_doubts_child import make_tools
+from ._two_doubts_child import make_tools, open_store
 
 CHILD = Path(__file__).with_name("_two_doubts_child.py")
 _UNKNOWN = "cancelled while its outcome was unknown"
 
 
-async def _restored_with_two_calls_in_doubt(tmp_path: Path):
+@pytest.fixture(params=["sqlite", "postgres"])
+def kind(request, tmp_path) -> str:
+    if request.param == "postgres":
+        (tmp_path / "dsn").write_text(request.getfixturevalue("pg_dsn"))
+    return request.param
+
+
+async def _restored_with_two_calls_in_doubt(tmp_path: Path, kind: str):
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(CHILD), str(tmp_path), stdout=asyncio.subprocess.PIPE,
+        sys.executable, str(CHILD), kind, str(tmp_path), stdout=asyncio.subprocess.PIPE,
         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 60)
@@ -34,7 +41,7 @@ async def _restored_with_two_calls_in_doubt(tmp_path: Path):
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
     assert line.strip() == b"READY", line
-    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    store = open_store(kind, tmp_path)
     runtime = await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel([]),
                                              tools=make_tools(tmp_path, first_process=False))
     items = {item.tool_call.id: item for item in runtime.controller.list_in_doubt()}
@@ -64,8 +71,8 @@ async def _ops(store) -> dict:
     return {op.purpose_key.split(":")[-1]: op for op in await store.list_operations("s1") if op.kind == "tool_call"}
 
 
-async def test_cancelled_after_a_rerun_was_chosen_the_call_stays_in_doubt_in_its_record(tmp_path):
-    store, runtime, items = await _restored_with_two_calls_in_doubt(tmp_path)
+async def test_cancelled_after_a_rerun_was_chosen_the_call_stays_in_doubt_in_its_record(tmp_path, kind):
+    store, runtime, items = await _restored_with_two_calls_in_doubt(tmp_path, kind)
     assert (await runtime.controller.rerun(items["c1"].operation_id)).ok  # c2 still waits: nothing runs
     await _cancel(runtime)
 
@@ -83,8 +90,8 @@ async def test_cancelled_after_a_rerun_was_chosen_the_call_stays_in_doubt_in_its
 
 
 @pytest.mark.parametrize("resolution", ["done", "failed"])
-async def test_cancelled_after_a_call_was_marked_the_model_gets_the_persons_answer(tmp_path, resolution):
-    store, runtime, items = await _restored_with_two_calls_in_doubt(tmp_path)
+async def test_cancelled_after_a_call_was_marked_the_model_gets_the_persons_answer(tmp_path, kind, resolution):
+    store, runtime, items = await _restored_with_two_calls_in_doubt(tmp_path, kind)
     if resolution == "done":
         decided = await runtime.controller.mark_done(items["c1"].operation_id, "sent 1 (seen in the outbox)")
     else:
