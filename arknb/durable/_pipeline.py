@@ -261,8 +261,11 @@ class InvocationPipeline:
         now = self._clock()
         error = ArkError(ErrorLayer.CANCELLED, ErrorCode.CANCELLED,
                          f"{operation.kind} {operation.purpose_key} was cancelled while it ran")
-        done = operation.advance(OperationPhase.COMPLETED, at=now, status=OperationStatus.FAILED,
-                                 error=error.info(), attempts=close_last(operation.attempts, now, "cancelled"))
+        # Its handler began: a tool's effect may have happened (a sync tool's thread even
+        # runs on), so nobody can tell it failed; a model call has no effect to tell of.
+        status = OperationStatus.INDETERMINATE if operation.outcome_unknown else OperationStatus.FAILED
+        done = operation.advance(OperationPhase.COMPLETED, at=now, status=status, error=error.info(),
+                                 attempts=close_last(operation.attempts, now, "cancelled"))
         try:
             await asyncio.shield(self._write((done,), self._sync_for(done)))
         except Exception:  # the record stays executing: a restore treats it as interrupted

@@ -22,13 +22,12 @@ from ._interceptors import (
     tool_result,
 )
 from ._pipeline import attempt_open, close_last
-from .operation import HookRecord, Operation, OperationPhase, OperationStatus, purpose_key_for_tool
+from .operation import (MODEL_CALL, TOOL_CALL, HookRecord, Operation, OperationPhase, OperationStatus,
+                        purpose_key_for_tool)
 from .requests import EventRequest
 
 __all__ = ["MODEL_CALL", "TOOL_CALL", "ToolOperations"]
 
-MODEL_CALL = "model_call"
-TOOL_CALL = "tool_call"
 
 _SETTLE_S = 2.0
 """How long a run that ended waits for the calls it cancelled to end before completing what
@@ -322,13 +321,10 @@ def _closed(operation: Operation, now: float, reason: str, error: Any) -> Operat
     """``operation`` completed as its run ended (see ``ToolOperations.close_run``)."""
     if operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
         return operation.advance(OperationPhase.COMPLETED, at=now)  # (its status came with the result)
-    # A call that began an attempt and has no result may have taken effect: the one under
-    # way now, or one a crash cut short (a rerun a person chose that never began leaves
-    # that attempt closed, its fate still unknown). A model call has no side effects: one
-    # that began and was cut off simply failed.
-    unknown = operation.in_doubt or (bool(operation.attempts) and operation.kind != MODEL_CALL)
+    # A model call has no side effects: one that began and was cut off simply failed.
     return operation.advance(OperationPhase.COMPLETED, at=now, error=error, result_source="run_end",
-                             status=OperationStatus.INDETERMINATE if unknown else OperationStatus.FAILED,
+                             status=OperationStatus.INDETERMINATE if operation.outcome_unknown
+                             else OperationStatus.FAILED,
                              attempts=close_last(operation.attempts, now, f"the run ended {reason}", complete=False))
 
 

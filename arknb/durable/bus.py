@@ -328,7 +328,8 @@ class InvocationBus(InvocationPipeline):
         """Cancel the pipelines of ``operation_ids`` that run in this process (a run that
         ended for good: its handlers and hooks stop as they would without a durable
         store) and wait up to ``timeout`` seconds for them to end; an interrupted handler
-        records its operation failed (cancelled). Returns the ids still running then."""
+        records its operation completed ``indeterminate`` (a model call's: ``failed``),
+        with the error ``cancelled``. Returns the ids still running then."""
         tasks = [task for op_id, task in self._running.items() if op_id in operation_ids]
         for task in tasks:
             task.cancel()

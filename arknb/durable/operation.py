@@ -21,8 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from arknb.domain import ErrorInfo
 from arknb.domain.frozen import shallow_copy
 
-__all__ = ["Attempt", "HookRecord", "Operation", "OperationPhase", "OperationStatus", "purpose_key_for_model",
-           "purpose_key_for_tool"]
+__all__ = ["MODEL_CALL", "TOOL_CALL", "Attempt", "HookRecord", "Operation", "OperationPhase", "OperationStatus",
+           "purpose_key_for_model", "purpose_key_for_tool"]
+
+MODEL_CALL = "model_call"
+"""The kind of a model call's operation (it has no side effects: see ``Operation.outcome_unknown``)."""
+TOOL_CALL = "tool_call"
+"""The kind of a tool call's operation."""
 
 
 class OperationPhase(StrEnum):
@@ -171,6 +176,17 @@ class Operation(BaseModel):
     def in_doubt(self) -> bool:
         """True while a person must decide what became of this call."""
         return self.status is OperationStatus.INDETERMINATE and not self.completed
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """True if nobody can tell what became of this operation (one with no result): it
+        is in doubt, or it is of a kind that may have side effects (anything but a model
+        call) and an attempt of it began — the one under way (the process ended or the run
+        was cancelled meanwhile), or one a crash cut short whose rerun a person chose and
+        that never began (that attempt is closed, its fate still unknown)."""
+        if self.in_doubt:
+            return True
+        return bool(self.attempts) and self.kind != MODEL_CALL
 
     @property
     def started_at(self) -> float | None:

@@ -96,7 +96,45 @@ async def test_cancelling_a_batch_records_the_call_that_had_finished_with_its_re
     ops = _by_call(await store.list_operations("s"))
     assert ops["c2"].completed and ops["c2"].status is OperationStatus.SUCCEEDED
     assert ops["c2"].effective_result["contents"][0]["text"] == "quick done" == _answers(runtime)["c2"]
-    assert ops["c1"].completed and ops["c1"].status is OperationStatus.FAILED and ops["c1"].error.code == "cancelled"
+    # The other began and left no result: what became of it is unknown, not "failed".
+    assert ops["c1"].completed and ops["c1"].status is OperationStatus.INDETERMINATE
+    assert ops["c1"].error.code == "cancelled"
+    await runtime.aclose()
+    await store.aclose()
+
+
+async def test_a_sync_tool_cancelled_while_its_thread_runs_is_recorded_indeterminate_as_its_effect_still_happens(
+        tmp_path):
+    # Python cannot stop a thread: the tool's effect lands after the run was cancelled, so
+    # the record must not say the call failed.
+    import threading
+    entered, release, finished, effects = threading.Event(), threading.Event(), threading.Event(), []
+
+    @ark.tool
+    def send(to: str) -> str:
+        """Send an email."""
+        entered.set()
+        release.wait(30)
+        effects.append(to)
+        finished.set()
+        return "sent"
+
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    runtime = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[_call("c1", "send", to="bob")]),
+                                                  "done"]), tools=[send], storage=store, session_id="s")
+    handle = runtime.start("go")
+    assert await asyncio.to_thread(entered.wait, 30)
+    runtime.cancel()
+    assert (await asyncio.wait_for(handle.wait(), 30)).stop_reason == "cancelled"
+    release.set()
+    [op] = _by_call(await store.list_operations("s")).values()
+    assert op.completed and op.status is OperationStatus.INDETERMINATE and op.error.code == "cancelled"
+    assert op.attempts[-1].outcome == "cancelled"
+    assert "may have had part of its effect" in _answers(runtime)["c1"]
+    assert await asyncio.to_thread(finished.wait, 30)
+    assert effects == ["bob"]  # it did happen: "failed" would have been a wrong record
+    assert [op.status for op in _by_call(await store.list_operations("s")).values()] == [
+        OperationStatus.INDETERMINATE]  # and the thread's late return changed no record
     await runtime.aclose()
     await store.aclose()
 
