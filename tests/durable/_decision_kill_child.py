@@ -6,7 +6,10 @@ Points:
 - ``decision_save``: in the decision's state save (a ``before_persist_state`` hook of an
   in-doubt decision's save), after what the seam records of the decision and before the
   state says it was taken;
-- ``rerun_running``: the person's rerun runs (attempt 2 of ``slow``).
+- ``rerun_running``: the person's rerun runs (attempt 2 of ``slow``);
+- ``resumed_running``: ``slow`` is idempotent, so nobody is asked: ``resume()`` runs it
+  again (its second attempt), and the child is killed while it runs (``<resolution>``
+  is ignored).
 
 Usage: python _decision_kill_child.py <sqlite|postgres> <dir> <point> <rerun|done|failed>
 """
@@ -25,12 +28,17 @@ async def main(kind: str, directory: str, point: str, resolution: str) -> None:
     store = open_store(kind, directory)
 
     async def on_slow(ctx: ark.ToolContext) -> None:
-        if point == "rerun_running":
+        if point in ("rerun_running", "resumed_running"):
             ready(point)
             await hang()
 
+    idempotent = point == "resumed_running"
     runtime = await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel(["Both finished."]),
-                                             tools=make_tools(directory, on_slow=on_slow))
+                                             tools=make_tools(directory, on_slow=on_slow, idempotent=idempotent))
+    if idempotent:
+        result = await runtime.resume()
+        print(f"UNEXPECTED {result.stop_reason}", flush=True)
+        return
     if point == "decision_save":
         @runtime.hooks.before_persist_state
         async def stop_in_the_decision_save(ctx):

@@ -17,7 +17,7 @@ import pytest
 import arknb as ark
 from arknb.durable import OperationPhase, OperationStatus
 
-from .test_crash_recovery import counts, crash, finish, open_store, restore, tool_answers
+from .test_crash_recovery import counts, crash, effects, finish, restore, tool_answers
 
 CHILD = Path(__file__).with_name("_decision_kill_child.py")
 
@@ -136,5 +136,23 @@ async def test_a_rerun_killed_again_is_put_to_the_person_once_as_its_second_atte
     assert runtime.controller.list_in_doubt() == []
     ops = [o for o in await store.list_operations("s1") if not o.completed]
     assert ops == []
+    await runtime.aclose()
+    await store.aclose()
+
+
+async def test_an_idempotent_call_killed_again_in_its_new_attempt_runs_once_more_with_the_same_key(tmp_path):
+    await crash(tmp_path, "sqlite", "one_done_one_running", idempotent=True)
+    await _decide_then_kill(tmp_path, "sqlite", "resumed_running", "rerun")
+    store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."], idempotent=True)
+    assert runtime.controller.list_in_doubt() == []  # nobody is asked, after either kill
+    assert (await asyncio.wait_for(runtime.resume(), 30)).stop_reason == "completed"
+    assert tool_answers(runtime) == {"c1": "fast 1 done", "c2": "slow 2 done"}
+    keys = {key for tool, _, key in effects(tmp_path) if tool == "slow"}
+    assert counts(tmp_path) == {"fast": 1, "slow": 3} and len(keys) == 1
+    [op] = [o for o in await store.list_operations("s1") if o.purpose_key.endswith(":c2")]
+    assert op.completed and op.status is OperationStatus.SUCCEEDED
+    assert [(a.number, a.outcome, a.complete) for a in op.attempts] == [
+        (1, "interrupted", False), (2, "interrupted", False), (3, "ok", True)]
+    assert [e for e in await store.read_events("s1") if e.type == ark.EventTypes.OPERATION_IN_DOUBT] == []
     await runtime.aclose()
     await store.aclose()
