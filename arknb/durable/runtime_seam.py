@@ -25,6 +25,9 @@ Commit points per turn (DESIGN §13), and which wait for the disk:
 - the state saves after model text and after a tool batch: deferred to the next commit,
   because what they add is already durable in the operations (a restore rebuilds it
   from them); user input, approvals and terminal saves are committed at once, synced;
+- a person's decision on an in-doubt call: its operation record (rerun chosen, or the
+  person's outcome) commits in the transaction of the state save that records the
+  decision, so a restore finds both or neither;
 - a run that ends for good before completing (cancelled, failed, aborted) completes the
   operations it left open (``close_run``), with the terminal save: none of a finished
   run stays looking in flight.
