@@ -238,26 +238,35 @@ class ToolOperations:
             runnable.append(call_of(operation.effective_input))
         return in_doubt, runnable, unplanned
 
-    async def record_in_doubt_decision(self, item: Any, resolution: str, text: str | None) -> None:
+    async def record_in_doubt_decision(self, item: Any, resolution: str, text: str | None
+                                       ) -> tuple[Operation, ...]:
+        """The operation record of a person's decision on an in-doubt call, not written:
+        the decision's state save carries it (``save(..., operations=)``), so the store
+        holds both or neither. Written alone first, a process killed before the state save
+        left a call the state still lists as in doubt whose operation no longer was, and
+        the person's next decision was refused (or silently lost to the unacknowledged one).
+
+        Raises:
+            ArkError: ``operation_not_found``; ``operation_not_in_doubt``.
+        """
         operation_id = item.approval_id
         if not operation_id.startswith("op_"):
-            return
+            return ()
         operation = await self.store.get_operation(operation_id)
         if operation is not None and not operation.in_doubt and _already(operation, resolution):
-            return  # recorded before a state save that failed: the decision is being retried
+            return ()  # a save that overran landed with it: the decision is being retried
         if resolution == "rerun":
-            await self.bus.rerun(operation_id, start=False)
-        elif resolution == "done":
+            return (await self.bus.rerun_record(operation_id),)
+        if resolution == "done":
             # The person's outcome stands for the raw result; after_tool_call runs on it
             # when the run continues, like on any other answer.
-            await self.bus.settle(operation_id, status=OperationStatus.SUCCEEDED,
-                                  result=ToolResult.from_text(text or "").model_dump(mode="json"), respond=True)
-        else:
-            error = ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_FAILED, text or "marked failed by a person")
-            await self.bus.settle(operation_id, status=OperationStatus.FAILED, error=error.info(), respond=True,
-                                  result=ToolResult.from_text(text or "failed", is_error=True,
-                                                              error_code=ErrorCode.TOOL_FAILED).model_dump(mode="json"))
-
+            return (await self.bus.settled_record(operation_id, status=OperationStatus.SUCCEEDED, respond=True,
+                                                  result=ToolResult.from_text(text or "").model_dump(mode="json")),)
+        error = ArkError(ErrorLayer.TOOL, ErrorCode.TOOL_FAILED, text or "marked failed by a person")
+        return (await self.bus.settled_record(operation_id, status=OperationStatus.FAILED, error=error.info(),
+                                              respond=True, result=ToolResult.from_text(
+                                                  text or "failed", is_error=True,
+                                                  error_code=ErrorCode.TOOL_FAILED).model_dump(mode="json")),)
 
     async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
         """What the operations tell of unanswered calls whose run is being cancelled: a

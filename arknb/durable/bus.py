@@ -223,12 +223,7 @@ class InvocationBus(InvocationPipeline):
         Raises:
             ArkError: ``operation_not_found``; ``operation_not_in_doubt``.
         """
-        operation = await self._in_doubt(operation_id)
-        now = self._clock()
-        attempts = close_last(operation.attempts, now, "rerun approved", complete=False)
-        if start:
-            attempts = open_attempt(attempts, now)
-        operation = operation.copy_with({"status": None, "updated_at": now, "attempts": attempts})
+        operation = await self.rerun_record(operation_id, start=start)
         await self._write((operation,), True)
         if start:
             self._spawn(operation, None)
@@ -246,18 +241,45 @@ class InvocationBus(InvocationPipeline):
         Raises:
             ArkError: ``operation_not_found``; ``operation_not_in_doubt``.
         """
-        operation = await self._in_doubt(operation_id)
-        now = self._clock()
-        changes: dict[str, Any] = {"raw_result": result} if respond else {}  # the person's word stands for it
-        operation = operation.advance(OperationPhase.RAW_SAVED if respond else OperationPhase.COMPLETED, at=now,
-                                      status=OperationStatus(status), effective_result=result, result_source=source,
-                                      error=error, attempts=close_last(operation.attempts, now, f"settled by {source}"),
-                                      **changes)
+        operation = await self.settled_record(operation_id, status=status, result=result, error=error,
+                                              source=source, respond=respond)
         await self._write((operation,), True)
         if respond:
             return None
         self._waiters.signal(operation_id)
         return response_of(operation)
+
+    async def rerun_record(self, operation_id: str, *, start: bool = False) -> Operation:
+        """The record :meth:`rerun` writes, not written: for a caller that commits a
+        person's decision in one transaction with its own record of it (the runtime's
+        state save), then hands it to :meth:`remember`. With ``start`` its new attempt
+        is open (the caller then runs it).
+
+        Raises:
+            ArkError: ``operation_not_found``; ``operation_not_in_doubt``.
+        """
+        operation = await self._in_doubt(operation_id)
+        now = self._clock()
+        attempts = close_last(operation.attempts, now, "rerun approved", complete=False)
+        if start:
+            attempts = open_attempt(attempts, now)
+        return operation.copy_with({"status": None, "updated_at": now, "attempts": attempts})
+
+    async def settled_record(self, operation_id: str, *, status: OperationStatus | str, result: Any = None,
+                             error: ErrorInfo | None = None, source: str = "person",
+                             respond: bool = False) -> Operation:
+        """The record :meth:`settle` writes, not written (see :meth:`rerun_record`).
+
+        Raises:
+            ArkError: ``operation_not_found``; ``operation_not_in_doubt``.
+        """
+        operation = await self._in_doubt(operation_id)
+        now = self._clock()
+        changes: dict[str, Any] = {"raw_result": result} if respond else {}  # the person's word stands for it
+        return operation.advance(OperationPhase.RAW_SAVED if respond else OperationPhase.COMPLETED, at=now,
+                                 status=OperationStatus(status), effective_result=result, result_source=source,
+                                 error=error, attempts=close_last(operation.attempts, now, f"settled by {source}"),
+                                 **changes)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -179,12 +179,14 @@ class Operation(BaseModel):
 
     @property
     def outcome_unknown(self) -> bool:
-        """True if nobody can tell what became of this operation: it is in doubt, or the
-        last attempt of a kind that may have side effects (anything but a model call)
-        began and left no result (the process ended or the run was cancelled meanwhile)."""
+        """True if nobody can tell what became of this operation (one with no result): it
+        is in doubt, or it is of a kind that may have side effects (anything but a model
+        call) and an attempt of it began — the one under way (the process ended or the run
+        was cancelled meanwhile), or one a crash cut short whose rerun a person chose and
+        that never began (that attempt is closed, its fate still unknown)."""
         if self.in_doubt:
             return True
-        return bool(self.attempts) and self.attempts[-1].ended_at is None and self.kind != MODEL_CALL
+        return bool(self.attempts) and self.kind != MODEL_CALL
 
     @property
     def started_at(self) -> float | None:

@@ -25,6 +25,9 @@ Commit points per turn (DESIGN §13), and which wait for the disk:
 - the state saves after model text and after a tool batch: deferred to the next commit,
   because what they add is already durable in the operations (a restore rebuilds it
   from them); user input, approvals and terminal saves are committed at once, synced;
+- a person's decision on an in-doubt call: its operation record (rerun chosen, or the
+  person's outcome) commits in the transaction of the state save that records the
+  decision, so a restore finds both or neither;
 - a run that ends for good before completing (cancelled, failed, aborted) completes the
   operations it left open (``close_run``), with the terminal save: none of a finished
   run stays looking in flight.
@@ -236,17 +239,20 @@ class DurableInvocations(ToolOperations):
             await self._commit(sync=False)
 
     async def _commit(self, *, state: AgentState | None = None, operations: tuple[Operation, ...] = (),
-                      sync: bool = True, base: int | None = None) -> int | None:
+                      sync: bool = True, base: int | None = None, decided: tuple[Operation, ...] = ()) -> int | None:
+        """One transaction: ``state`` (or a held-back save), ``operations``, what is staged
+        and the pending events. ``decided`` (a person's decisions) commit with it or not at
+        all: never kept for a later commit, whose state would not say they were taken."""
         await self._ensure_open()
         if state is None and self._pending is not None:
             state, base = self._pending, self._stored  # a held-back save rides along
         staged, self._staged = self._staged, {}
         if staged:
             # Staged records ride along; a newer version of the same operation wins.
-            for operation in operations:
+            for operation in (*operations, *decided):
                 staged.pop(operation.operation_id, None)
             operations = (*staged.values(), *operations)
-        operations = tuple(self._redacted(op) for op in operations)
+        operations = tuple(self._redacted(op) for op in (*operations, *decided))
         events, self._events = tuple(self._events), []
         try:
             revision = await self.store.commit(Commit(session_id=self.session_id, state=state, operations=operations,
@@ -255,11 +261,12 @@ class DurableInvocations(ToolOperations):
             self._events[:0] = events  # not written: they go with the next commit
             for operation in staged.values():
                 self._staged.setdefault(operation.operation_id, operation)
+            refused = {op.operation_id for op in decided}
             for operation in operations:
                 # A result the store refused (a handler returned) is a fact: it rides the
                 # next commit like a staged record (the run's terminal save at the latest),
                 # so the record of a call that ran says what it returned, not "in doubt".
-                if operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
+                if operation.phase.rank >= OperationPhase.RAW_SAVED.rank and operation.operation_id not in refused:
                     self._staged.setdefault(operation.operation_id, operation)
             if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
                 self.lost = exc
@@ -270,6 +277,8 @@ class DurableInvocations(ToolOperations):
             raise
         if state is not None:
             self._stored, self._pending = revision, None
+        for operation in decided:
+            self.bus.remember(operation)
         return revision
 
     def _redacted(self, operation: Operation) -> Operation:
@@ -322,23 +331,25 @@ class DurableInvocations(ToolOperations):
             return
         await self._commit(operations=operations, sync=sync)
 
-    async def save(self, state: AgentState, *, reason: str, mandatory: bool) -> int | None:
-        """Save the runtime's state. The saves after model text and after a tool batch add
-        only what committed operations already hold, so they are held back and ride the
-        next commit (the next operation's, or the next save's), which saves a transaction
-        each. Under the session's lease this seam is the only writer: it returns the
-        revision the save will have (``state.revision + 1``) and commits it with the base
-        revision it last stored."""
+    async def save(self, state: AgentState, *, reason: str, mandatory: bool,
+                   operations: tuple[Operation, ...] = ()) -> int | None:
+        """Save the runtime's state, with ``operations`` in the same transaction (a person's
+        in-doubt decision, from ``record_in_doubt_decision``). The saves after model text
+        and after a tool batch add only what committed operations already hold, so they
+        are held back and ride the next commit (the next operation's, or the next save's),
+        which saves a transaction each. Under the session's lease this seam is the only
+        writer: it returns the revision the save will have (``state.revision + 1``) and
+        commits it with the base revision it last stored."""
         if state.pending_approval is not None:
             await self.prepare_next_attempts(state)
         stored, pending = self._stored, self._pending
         expected = stored if pending is None else pending.revision + 1
-        if stored is None or state.revision != expected:
-            return await self._commit(state=state, sync=True)  # the store's compare-and-swap decides
-        if not mandatory and reason in _REBUILDABLE_SAVES:
+        if stored is None or state.revision != expected:  # the store's compare-and-swap decides
+            return await self._commit(state=state, sync=True, decided=operations)
+        if not mandatory and reason in _REBUILDABLE_SAVES and not operations:
             self._pending = state
             return state.revision + 1
-        return await self._commit(state=state, sync=True, base=stored)
+        return await self._commit(state=state, sync=True, base=stored, decided=operations)
 
     async def mark_not_resumable(self) -> None:
         if self.lost is not None:

@@ -135,6 +135,9 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
         "deny_reason": deny_reason, "all_decided": all_decided, "kind": item.kind}, run_id=batch.run_id)
     await rt._extensions.on_decided(rt, batch, batch.find(approval_id))
     if not all_decided:
+        # The batch waits for the next decision, maybe long: what this one announced is
+        # committed now (a durable store's outbox), not with a commit that may never come.
+        await rt._invocations.flush()
         return ApprovalDecisionResult.success(approval_id, decision, False)
     rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
         "batch_id": batch.batch_id, "items": _items(batch)}, run_id=batch.run_id)

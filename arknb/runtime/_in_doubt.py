@@ -28,8 +28,8 @@ from ._tool_batch import unanswered_calls
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["IN_DOUBT", "RESOLUTIONS", "InDoubtKind", "apply_in_doubt_decision", "in_doubt_batch", "interrupted", "last_assistant",
-           "pause_interrupted_run", "settled_answers"]
+__all__ = ["IN_DOUBT", "RESOLUTIONS", "InDoubtKind", "apply_in_doubt_decision", "in_doubt_batch", "interrupted",
+           "last_assistant", "pause_interrupted_run", "person_answer", "settled_answers"]
 
 IN_DOUBT = "in_doubt"
 RESOLUTIONS = ("rerun", "done", "failed")
@@ -94,6 +94,9 @@ async def pause_interrupted_run(rt: AgentRuntime) -> bool:
     error = await freeze_for_approval(rt, None, batch, reason=IN_DOUBT)
     if error is not None:
         raise error
+    # No run ends here to commit what the pause announced (a run's end does): it is
+    # committed now, or a kernel that dies while the person decides loses it from the outbox.
+    await rt._invocations.flush()
     return True
 
 
@@ -101,9 +104,10 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
                                   text: str | None) -> ApprovalDecisionResult:
     """Record a person's decision on one in-doubt call; the last one continues the run.
 
-    Like an approval decision (DESIGN §8), it is saved before it is acknowledged: the
-    operation records it first (durable store), then the state, in a mandatory save that
-    consumes the batch when it is the last decision. A failed save leaves the item pending.
+    Like an approval decision (DESIGN §8), it is saved before it is acknowledged: in a
+    mandatory save that consumes the batch when it is the last decision, and that carries
+    the operation's record of it (durable store) in the same commit. A failed save (or a
+    process killed before it) leaves the item pending, its operation in doubt.
     """
     try:
         await rt.load()
@@ -128,7 +132,7 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
             ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_IN_DOUBT,
             f"in-doubt call {item_id!r} was already decided ({item.resolution}); the first decision stands"))
     try:
-        await rt._invocations.record_in_doubt_decision(item, resolution, text)
+        records = await rt._invocations.record_in_doubt_decision(item, resolution, text)
     except ArkError as exc:
         return ApprovalDecisionResult.failure(item_id, exc)
     verdict = ApprovalDecision.APPROVED if resolution == "rerun" else ApprovalDecision.DENIED
@@ -139,7 +143,7 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
     # The last decision's save consumes the batch: a restore never offers it again.
     candidate = state.model_copy(update={"pending_approval": None if all_decided else batch})
     saved = await persist(rt, None, "in_doubt_resolved" if all_decided else "in_doubt_decision", mandatory=True,
-                          candidate=candidate, run_id=batch.run_id)
+                          candidate=candidate, run_id=batch.run_id, operations=records)
     if not saved.ok:
         error = save_error(saved.error)
         return ApprovalDecisionResult.failure(item_id, ArkError(
@@ -149,6 +153,7 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
         "batch_id": batch.batch_id, "approval_id": item_id, "decision": verdict.value, "resolution": resolution,
         "deny_reason": decided.deny_reason, "all_decided": all_decided, "kind": IN_DOUBT}, run_id=batch.run_id)
     if not all_decided:
+        await rt._invocations.flush()  # announced while it waits for the next decision (see apply_decision)
         return _result(item_id, resolution, False)
     rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
         "batch_id": batch.batch_id, "items": [i.model_dump(mode="json") for i in batch.items], "kind": IN_DOUBT},
@@ -203,13 +208,22 @@ def settled_answers(batch: PendingApprovalBatch) -> tuple[list, list[DeniedCall]
     allowed = list(batch.allowed_calls)
     settled: list[DeniedCall] = []
     for item in batch.items:
-        if item.resolution == "rerun":
+        answer = person_answer(item)
+        if answer is None:  # (rerun)
             allowed.append(item.tool_call)
-        elif item.resolution == "done":
-            settled.append(DeniedCall(call=item.tool_call, result=ToolResult.from_text(item.result_text or ""),
-                                      reason="marked done", hook="person"))
         else:
-            settled.append(DeniedCall(call=item.tool_call, result=ToolResult.from_text(
-                item.result_text or "marked failed", is_error=True, error_code=ErrorCode.TOOL_FAILED.value),
-                reason="marked failed", hook="person"))
+            settled.append(answer)
     return allowed, settled
+
+
+def person_answer(item: PendingApprovalItem) -> DeniedCall | None:
+    """The answer a person gave an in-doubt call (marked done or failed); None for one
+    still pending or to be rerun."""
+    if item.resolution == "done":
+        return DeniedCall(call=item.tool_call, result=ToolResult.from_text(item.result_text or ""),
+                          reason="marked done", hook="person")
+    if item.resolution == "failed":
+        return DeniedCall(call=item.tool_call, result=ToolResult.from_text(
+            item.result_text or "marked failed", is_error=True, error_code=ErrorCode.TOOL_FAILED.value),
+            reason="marked failed", hook="person")
+    return None

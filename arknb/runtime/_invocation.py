@@ -17,12 +17,14 @@ What a seam implements (structurally; ``arknb.durable`` does not import this mod
 - ``await run_tools(batch) -> list[ToolAnswer]``: execute ``batch.calls``, then answer
   every call of ``batch.order`` in that order through ``batch.respond`` (raising
   :class:`CallsInDoubt` for calls whose fate is unknown).
-- ``await save(state, reason=, mandatory=) -> int | None``; ``await mark_not_resumable()``.
+- ``await save(state, reason=, mandatory=, operations=()) -> int | None`` (``operations``:
+  records that commit with the state or not at all); ``await mark_not_resumable()``.
 - ``await classify_unanswered(run_id, calls, turn) -> (in_doubt, runnable, unplanned)``: after
   a crash, which unanswered calls a person must decide (with a file or memory store: all
   of them), which have operations to continue, and which were never planned.
-- ``await record_in_doubt_decision(item, resolution, text)``; ``await flush()`` (after a
-  terminal event); ``await aclose()``.
+- ``await record_in_doubt_decision(item, resolution, text) -> records``: what the decision's
+  save carries (its ``operations``), so a decision counts once, with the state;
+  ``await flush()`` (after a terminal event); ``await aclose()``.
 - ``await known_results(run_id, calls, turn) -> {call id: ToolResult}``: what is known of
   unanswered calls whose run is cancelled (an operation's result); ``await
   close_run(run_id, reason, error)``: a run that ended for good (cancelled, failed,
@@ -95,8 +97,8 @@ class DirectInvocations:
             answers.append(await batch.respond(call, given.result if given is not None else results[call.id]))
         return answers
 
-    async def save(self, state: AgentState, *, reason: str, mandatory: bool) -> int | None:
-        return await self._storage.save(state)
+    async def save(self, state: AgentState, *, reason: str, mandatory: bool, operations: tuple = ()) -> int | None:
+        return await self._storage.save(state)  # (no operations: record_in_doubt_decision returns none)
 
     async def mark_not_resumable(self) -> None:
         await self._storage.mark_not_resumable(self._session_id)
@@ -108,8 +110,8 @@ class DirectInvocations:
         return [InDoubtCall(call, f"indoubt_{call.id}", None, 0) for call in calls], [], []
 
     async def record_in_doubt_decision(self, item: PendingApprovalItem, resolution: str,
-                                       text: str | None) -> None:
-        return None
+                                       text: str | None) -> tuple:
+        return ()  # the state's save records the decision
 
     async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
         return {}  # without operations nothing is known of a call a crash left unanswered

@@ -26,7 +26,7 @@ from ._approvals import awaiting_approval_error, build_batch, freeze_for_approva
 from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
-from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run
+from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run, person_answer
 from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
 from .result import AgentRunResult, NextStep, StopReason
 
@@ -215,8 +215,12 @@ async def _answer_cancelled(rt: AgentRuntime, ctx: RunContext, paused: PendingAp
     if paused is not None:
         for item in (*paused.denied_calls, *paused.finished_calls):  # denied, or ran before the batch paused
             known.setdefault(item.call.id, item.result)
-        if paused.kind == IN_DOUBT:  # (their operations are completed indeterminate by _finish)
+        if paused.kind == IN_DOUBT:  # (close_run completes the operations of the undecided ones indeterminate)
             for item in paused.items:
+                answer = person_answer(item)
+                if answer is not None:  # marked done or failed before the cancel: that answer stands
+                    known[item.tool_call.id] = answer.result
+                    continue
                 known[item.tool_call.id] = ToolResult.from_text(
                     "cancelled while its outcome was unknown: the process ended while this call ran, and the run "
                     "was cancelled before anyone said whether it had run", is_error=True,

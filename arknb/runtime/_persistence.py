@@ -58,12 +58,14 @@ class SaveOutcome:
 
 async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mandatory: bool = False,
                   run_error: ErrorInfo | None = None, candidate: AgentState | None = None,
-                  run_id: str | None = None, hurry: bool = False) -> SaveOutcome:
+                  run_id: str | None = None, hurry: bool = False, operations: tuple = ()) -> SaveOutcome:
     """Run the persistence hooks, then save the runtime's state to its storage.
 
     Args:
         candidate: save this state instead of the runtime's, and make it the runtime's
             state only once it is saved (a decision is not taken before it is recorded).
+        operations: operation records committed with this save or not at all (a person's
+            in-doubt decision, see ``record_in_doubt_decision``).
         hurry: do not wait for an earlier save that has not finished (a cancelled run
             ends promptly even when the storage hangs).
     """
@@ -96,7 +98,7 @@ async def persist(rt: AgentRuntime, ctx: RunContext | None, reason: str, *, mand
             # Every save is linted, not only the mandatory ones (an autosave would otherwise
             # write what the terminal save redacts); a finding is redacted, not refused.
             state = lint_before_save(rt, state, in_memory=candidate is None)
-            revision = await save_state(rt, state, reason, mandatory=mandatory)
+            revision = await save_state(rt, state, reason, mandatory=mandatory, operations=operations)
         except Exception as exc:  # a refusal stays as it is; any other failure: the save did not happen
             kept = isinstance(exc, ArkError) and exc.code in _REPORTED_AS_IS
             return _failed(rt, reason, mandatory, exc if kept else _save_failed(reason, exc), run_id)
@@ -149,16 +151,18 @@ async def persist_terminal(rt: AgentRuntime, ctx: RunContext, *, run_error: Erro
     return outcome
 
 
-async def save_state(rt: AgentRuntime, state: AgentState, what: str, *, mandatory: bool = True) -> int:
+async def save_state(rt: AgentRuntime, state: AgentState, what: str, *, mandatory: bool = True,
+                     operations: tuple = ()) -> int:
     """Hand ``state`` to the storage (through the invocation seam, which on a durable store
-    commits it with the session's operations and events) and return the revision it
-    stored, within ``save_timeout`` (the caller settled earlier saves first).
+    commits it with the session's operations and events, ``operations`` among them) and
+    return the revision it stored, within ``save_timeout`` (the caller settled earlier
+    saves first).
 
     Raises:
         ArkError: what the storage raised; ``state_save_timeout`` if it did not answer in
             time (the save is then unsettled: it may still land).
     """
-    task = asyncio.ensure_future(rt._invocations.save(state, reason=what, mandatory=mandatory))
+    task = asyncio.ensure_future(rt._invocations.save(state, reason=what, mandatory=mandatory, operations=operations))
     await _within_limit(rt, task, what)
     revision = task.result()
     if type(revision) is not int or revision <= state.revision:

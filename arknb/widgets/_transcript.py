@@ -6,8 +6,9 @@ renders), each with a stable ``id`` and a ``kind``:
 * ``user``: ``text``
 * ``assistant``: ``text``, ``reasoning``, ``streaming``, ``run_id``
 * ``tool``: ``call_id``, ``name``, ``arguments`` (JSON text), ``status`` (requested,
-  running, awaiting_approval, approved, done, error, denied; ``not_executed`` or
-  ``interrupted`` when the run ended before the call finished), ``result``,
+  running, awaiting_approval, in_doubt, approved, done, error, denied; ``not_executed``
+  or ``interrupted`` (it may have run: running or in doubt) when the run ended before
+  the call finished), ``result``,
   ``is_error``, ``duration_ms``, ``reason``; and ``subagent`` (``session_id``,
   ``status``, ``entries``) when the call delegated to a sub-agent: the child's own
   transcript, built from its events (those with ``parent_call_id``), nested further
@@ -415,17 +416,29 @@ class Transcript:
         """A run that ended (e.g. cancelled while awaiting approval) leaves no call
         pending: the runtime answered them in history without a tool event, so close
         their cards and drop their approvals here (a replay must not offer them)."""
+        # A call a crash left in doubt, undecided or with a rerun chosen that never began.
+        doubtful = {approval["call_id"] for approval in self.approvals.values()
+                    if approval["kind"] == "in_doubt" and approval["decision"] in ("pending", "rerun")}
         for approval in self.approvals.values():
             if approval["decision"] == "pending":
                 approval["decision"] = "cancelled"
         for entry in list(self._open_tools.values()):
-            if entry["status"] in _OPEN_TOOL_STATUS:
-                interrupted = entry["status"] == "running"
+            status = entry["status"]
+            if status in _OPEN_TOOL_STATUS:
+                # A running call, or one a crash left in doubt, may have taken effect: the
+                # model is told so, and a card saying "not executed" would invite a rerun.
+                if status != "running" and entry["call_id"] in doubtful:
+                    status = "in_doubt"
+                interrupted = status in ("running", "in_doubt")
                 self._card(entry, status="interrupted" if interrupted else "not_executed")
                 if entry["result"] is None:
-                    self._set(entry, is_error=True, result=(
-                        f"interrupted: the run ended {self.status}" if interrupted
-                        else f"not executed: the run ended {self.status}"))
+                    if status == "running":
+                        text = f"interrupted: the run ended {self.status}"
+                    elif status == "in_doubt":
+                        text = f"may or may not have run: the run ended {self.status} before anyone said"
+                    else:
+                        text = f"not executed: the run ended {self.status}"
+                    self._set(entry, is_error=True, result=text)
 
 
 # A person's decision as the tool card shows it; an in-doubt call's resolutions too:

@@ -50,7 +50,7 @@ def stop_before_pending_save(store, point: str) -> None:
     wanted = 2 if point in ("delegate_second", "plain_second") else 1
     seen = []
 
-    async def stopping_save(self, state, *, reason, mandatory):
+    async def stopping_save(self, state, *, reason, mandatory, **more):
         if self.session_id == "boss" and state.pending_approval is not None:
             seen.append(state.pending_approval.batch_id)
             if len(seen) == wanted:
@@ -59,7 +59,7 @@ def stop_before_pending_save(store, point: str) -> None:
                 assert operation.status is OperationStatus.SUCCEEDED, operation
                 print(f"READY {point}", flush=True)
                 await asyncio.Event().wait()  # until SIGKILL
-        return await save(self, state, reason=reason, mandatory=mandatory)
+        return await save(self, state, reason=reason, mandatory=mandatory, **more)
 
     DurableInvocations.save = stopping_save
 

@@ -96,3 +96,31 @@ async def test_approve_on_an_in_doubt_card_is_refused_with_the_way_forward(tmp_p
     [answer] = front.of_type("action_result")
     assert not answer["ok"] and "mark_done" in answer["error"]
     assert runtime.controller.list_in_doubt()  # still waiting for a person
+
+
+async def test_cancelling_a_run_paused_in_doubt_leaves_the_card_unknown_not_not_executed(tmp_path, chats):
+    """The model is told the call may have run; the card says the same (live and replayed
+    from a durable store's outbox), never "not executed", which would have a person run
+    it again by hand."""
+    from arknb.widgets._transcript import Transcript
+
+    from .test_crash_recovery import crash, restore
+
+    await crash(tmp_path, "sqlite", "one_done_one_running")
+    store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."])
+    chat = _chat(runtime, chats)
+    assert _tool_status(chat, "c2") == "in_doubt"
+    assert runtime.cancel()
+    assert (await asyncio.wait_for(runtime.current_run.wait(), 30)).stop_reason == "cancelled"
+    told = {m.tool_call_id: m.text for m in runtime.history if m.role == "tool"}
+    assert "outcome was unknown" in told["c2"]
+
+    replayed = Transcript()
+    for event in await store.read_events("s1"):
+        replayed.apply(event)
+    for transcript in (chat._transcript, replayed):
+        [card] = [e for e in transcript.entries if e["kind"] == "tool" and e["call_id"] == "c2"]
+        assert card["status"] == "interrupted", card
+        assert "not executed" not in card["result"] and "may or may not have run" in card["result"]
+    await runtime.aclose()
+    await store.aclose()

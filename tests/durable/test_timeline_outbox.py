@@ -32,3 +32,29 @@ async def test_a_restored_runtimes_timeline_pages_in_the_earlier_runs_from_the_o
     timeline.close()
     await restored.aclose()
     await store.aclose()
+
+
+async def test_a_decision_that_leaves_its_batch_waiting_is_in_the_outbox_at_once(tmp_path):
+    """The batch waits for the next decision, maybe for hours: ``approval.decided`` of the
+    first is committed with it (what a kernel killed meanwhile leaves for a replaying
+    chat), not with a commit that comes only when the run goes on."""
+    import json
+
+    @ark.tool(risk="dangerous")
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return f"moved {amount}"
+
+    turn = ark.ScriptedTurn(tool_calls=[ark.ToolCall(id=f"c{n}", name="transfer", arguments_json=json.dumps(
+        {"amount": n}), index=n - 1) for n in (1, 2)])
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    runtime = ark.AgentRuntime(ark.ScriptedModel([turn, "done"]), tools=[transfer], storage=store, session_id="d")
+    assert (await runtime.run("go")).stop_reason == "awaiting_approval"
+    first, _ = runtime.controller.list_pending_approvals()
+    assert (await runtime.controller.approve(first.approval_id)).ok
+
+    decided = [e.payload for e in await store.read_events("d") if e.type == ark.EventTypes.APPROVAL_DECIDED]
+    assert [(p["approval_id"], p["decision"], p["all_decided"]) for p in decided] == [
+        (first.approval_id, "approved", False)]
+    await runtime.aclose()
+    await store.aclose()
