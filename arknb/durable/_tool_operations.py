@@ -268,11 +268,11 @@ class ToolOperations:
                                                   text or "failed", is_error=True,
                                                   error_code=ErrorCode.TOOL_FAILED).model_dump(mode="json")),)
 
-    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
+    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult | None]:
         """What the operations tell of unanswered calls whose run is being cancelled: a
         result committed (the effective one, or the raw one whose response hooks did not
-        finish), or that a call began and may have run."""
-        known: dict[str, ToolResult] = {}
+        finish), or None for a call that began and left no result (it may have run)."""
+        known: dict[str, ToolResult | None] = {}
         for call in calls:
             operation = await self._find(await self._tool_purpose(run_id, call.id, turn, True), True)
             if operation is None or operation.phase.rank < OperationPhase.EXECUTING.rank:
@@ -282,9 +282,7 @@ class ToolOperations:
             elif operation.phase.rank >= OperationPhase.RAW_SAVED.rank:
                 known[call.id] = tool_result(operation.effective_result, operation.error)
             elif operation.attempts:
-                known[call.id] = ToolResult.from_text(
-                    "cancelled while its outcome was unknown: the process ended while this call ran",
-                    is_error=True, error_code=ErrorCode.CANCELLED.value)
+                known[call.id] = None
         return known
 
     async def close_run(self, run_id: str, reason: str, error: Any) -> None:

@@ -25,8 +25,9 @@ What a seam implements (structurally; ``arknb.durable`` does not import this mod
 - ``await record_in_doubt_decision(item, resolution, text) -> records``: what the decision's
   save carries (its ``operations``), so a decision counts once, with the state;
   ``await flush()`` (after a terminal event); ``await aclose()``.
-- ``await known_results(run_id, calls, turn) -> {call id: ToolResult}``: what is known of
-  unanswered calls whose run is cancelled (an operation's result); ``await
+- ``await known_results(run_id, calls, turn) -> {call id: ToolResult | None}``: what is
+  known of unanswered calls whose run is cancelled (an operation's result; None: the call
+  began and left none, so it may have run); ``await
   close_run(run_id, reason, error)``: a run that ended for good (cancelled, failed,
   aborted, ...) leaves no operation open (its in-doubt calls will never be decided).
 """
@@ -113,7 +114,7 @@ class DirectInvocations:
                                        text: str | None) -> tuple:
         return ()  # the state's save records the decision
 
-    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult]:
+    async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult | None]:
         return {}  # without operations nothing is known of a call a crash left unanswered
 
     async def close_run(self, run_id: str, reason: str, error: ErrorInfo | None) -> None:

@@ -27,7 +27,8 @@ from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
 from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run, person_answer
-from ._tool_batch import BatchPlan, Deferred, execute_batch, plan_batch, tool_message, unanswered_calls
+from ._tool_batch import (BatchPlan, Deferred, call_payload, execute_batch, plan_batch, result_payload,
+                          tool_message, unanswered_calls)
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -210,13 +211,21 @@ async def _answer_cancelled(rt: AgentRuntime, ctx: RunContext, paused: PendingAp
     calls = unanswered_calls(rt.state.history)
     if not calls:
         return
-    known = await rt._invocations.known_results(rt.state.current_run_id or ctx.run_id, calls,
-                                                rt.state.current_loop_count)
+    recorded = await rt._invocations.known_results(rt.state.current_run_id or ctx.run_id, calls,
+                                                   rt.state.current_loop_count)
+    known: dict[str, ToolResult] = {
+        call_id: result if result is not None else ToolResult.from_text(
+            "cancelled while its outcome was unknown: the process ended while this call ran",
+            is_error=True, error_code=ErrorCode.CANCELLED.value)
+        for call_id, result in recorded.items()}
+    announced: set[str] = set()
     if paused is not None:
         for item in (*paused.denied_calls, *paused.finished_calls):  # denied, or ran before the batch paused
             known.setdefault(item.call.id, item.result)
+            announced.add(item.call.id)  # (tool.denied / tool.after when it was decided or ran)
         if paused.kind == IN_DOUBT:  # (close_run completes the operations of the undecided ones indeterminate)
             for item in paused.items:
+                announced.add(item.tool_call.id)  # (its card follows the person's decision)
                 answer = person_answer(item)
                 if answer is not None:  # marked done or failed before the cancel: that answer stands
                     known[item.tool_call.id] = answer.result
@@ -231,7 +240,22 @@ async def _answer_cancelled(rt: AgentRuntime, ctx: RunContext, paused: PendingAp
             "not executed: the run was cancelled before this call ran", is_error=True,
             error_code=ErrorCode.NOT_EXECUTED.value)
         answers.append(tool_message(call, result))
+        if recorded.get(call.id) is not None and call.id not in announced:
+            _announce_recorded(rt, paused, call, result)
     rt._append_history(answers)
+
+
+def _announce_recorded(rt: AgentRuntime, paused: PendingApprovalBatch | None, call, result: ToolResult) -> None:
+    """Tell the chat and the timeline what a cancelled run answers a call with from its
+    operation's record (a result committed by an earlier process): its card would say
+    "not executed" otherwise, of a call that ran."""
+    batch_id = paused.batch_id if paused is not None else None
+    if result.error_code == ErrorCode.TOOL_DENIED.value:
+        rt._emit(EventTypes.TOOL_DENIED, lambda: flat_payload(
+            call=call_payload(call), result=result_payload(result), reason=result.text, batch_id=batch_id))
+        return
+    rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
+        call=call_payload(call), result=result_payload(result), batch_id=batch_id, duration_ms=0.0, reused=True))
 
 
 async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: bool = False) -> NextStep:

@@ -124,3 +124,27 @@ async def test_cancelling_a_run_paused_in_doubt_leaves_the_card_unknown_not_not_
         assert "not executed" not in card["result"] and "may or may not have run" in card["result"]
     await runtime.aclose()
     await store.aclose()
+
+
+async def test_cancelling_a_restored_run_shows_the_call_that_had_finished_with_its_result(tmp_path, chats):
+    """A call that finished before the kill is answered from its record when the restored
+    run is cancelled, and its card says so (live and replayed), never "not executed" of a
+    call that ran."""
+    from arknb.widgets._transcript import Transcript
+
+    from .test_crash_recovery import crash, restore
+
+    await crash(tmp_path, "sqlite", "one_done_one_running")
+    store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."])
+    chat = _chat(runtime, chats)
+    assert runtime.cancel()
+    assert (await asyncio.wait_for(runtime.current_run.wait(), 30)).stop_reason == "cancelled"
+    told = {m.tool_call_id: m.text for m in runtime.history if m.role == "tool"}
+    replayed = Transcript()
+    for event in await store.read_events("s1"):
+        replayed.apply(event)
+    for transcript in (chat._transcript, replayed):
+        [card] = [e for e in transcript.entries if e["kind"] == "tool" and e["call_id"] == "c1"]
+        assert (card["status"], card["result"]) == ("done", told["c1"]), card
+    await runtime.aclose()
+    await store.aclose()
