@@ -17,12 +17,12 @@ from typing import Any, Callable
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, invalid_argument
 
 from ._waiters import WaitRegistry
-from .operation import Attempt, HookRecord, Operation, OperationPhase, OperationStatus
+from .operation import MODEL_CALL, Attempt, HookRecord, Operation, OperationPhase, OperationStatus
 from .requests import PROCEED, EventRequest, Interceptor, PendingOperationRef, RequestHandler
 from .store import Commit, Lease, OperationStore
 
-__all__ = ["Handler", "InvocationPipeline", "OperationCommitter", "attempt_open", "close_last", "current_operation",
-           "open_attempt", "ref_of"]
+__all__ = ["RECOVERY_LIMIT", "Handler", "InvocationPipeline", "OperationCommitter", "attempt_open", "close_last",
+           "crash_looping", "current_operation", "open_attempt", "ref_of"]
 
 OperationCommitter = Callable[[tuple[Operation, ...], bool], Any]
 """``await commit(operations, sync)``: how the bus writes; the default commits them alone.
@@ -282,7 +282,8 @@ class InvocationPipeline:
             spec = self._handlers.get((operation.kind, operation.schema_version))
             now = self._clock()
             started = attempt_open(operation.attempts)
-            if spec is not None and (not started or spec.may_run_again(self._request_of(operation))):
+            if spec is not None and (not started or (spec.may_run_again(self._request_of(operation))
+                                                     and not crash_looping(operation))):
                 # No attempt was under way (a person approved a rerun), or the handler is
                 # idempotent (or side-effect free): a new attempt with the same key; an
                 # interrupted one stays on record, marked incomplete.
@@ -415,6 +416,26 @@ def attempt_open(attempts: tuple[Attempt, ...]) -> bool:
 def open_attempt(attempts: tuple[Attempt, ...], at: float) -> tuple[Attempt, ...]:
     """``attempts`` with a new one begun at ``at``."""
     return attempts + (Attempt(number=len(attempts) + 1, started_at=at),)
+
+
+RECOVERY_LIMIT = 3
+"""How many attempts in a row a crash may cut short before an idempotent handler is not
+run again by itself: the next restore puts the call in doubt, for a person (a tool that
+takes the process down with it would otherwise be run, and kill it, on every restore).
+A model call has no side effects and no person to ask: it is always attempted again."""
+
+
+def crash_looping(operation: Operation) -> bool:
+    """True if the last :data:`RECOVERY_LIMIT` attempts of ``operation`` (the one under way
+    included) were all cut short by a crash, with no person's rerun in between."""
+    if operation.kind == MODEL_CALL:
+        return False
+    cut_short = 0
+    for attempt in reversed(operation.attempts):
+        if attempt.ended_at is not None and attempt.outcome != "interrupted":
+            break
+        cut_short += 1
+    return cut_short >= RECOVERY_LIMIT
 
 
 def close_last(attempts: tuple[Attempt, ...], at: float, outcome: str, *, complete: bool = True

@@ -21,7 +21,7 @@ from ._interceptors import (
     APPROVAL, OperationProgress, call_of, deferral, deny_reason, planned_phase, recorded_abort, tool_answer,
     tool_result,
 )
-from ._pipeline import attempt_open, close_last
+from ._pipeline import attempt_open, close_last, crash_looping
 from .operation import (MODEL_CALL, TOOL_CALL, HookRecord, Operation, OperationPhase, OperationStatus,
                         purpose_key_for_tool)
 from .requests import EventRequest
@@ -226,7 +226,10 @@ class ToolOperations:
                 continue
             if operation.phase is OperationPhase.EXECUTING and not operation.completed:
                 started = attempt_open(operation.attempts)
-                if operation.in_doubt or (started and not self.scope.is_idempotent(call.name)):
+                # Run again by itself only if idempotent, and not after a crash loop (see
+                # RECOVERY_LIMIT): the bus's recovery decides the same way.
+                if operation.in_doubt or (started and (not self.scope.is_idempotent(call.name)
+                                                       or crash_looping(operation))):
                     if not operation.in_doubt:
                         operation = operation.copy_with({"status": OperationStatus.INDETERMINATE,
                                                          "updated_at": self.scope.clock()})

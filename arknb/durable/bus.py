@@ -93,7 +93,9 @@ class InvocationBus(InvocationPipeline):
         Args:
             idempotent: may the handler run again when a crash left its execution
                 unfinished (a bool, or a function of the request)? If not, such a call
-                becomes an in-doubt item.
+                becomes an in-doubt item; nor, for any kind but a model call, once
+                ``RECOVERY_LIMIT`` (3) attempts in a row were cut short by a crash (a
+                handler that takes the process down is not run on every restore).
             sync: wait for the disk on every commit of these operations. A handler with
                 no side effects (a model call) can pass False: each commit then survives
                 the process being killed, and reaches the disk with the next synced commit

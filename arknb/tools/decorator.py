@@ -61,7 +61,8 @@ class Tool:
             read_only: the tool only reads (default False).
             idempotent: running the tool twice with the same ``ctx.idempotency_key`` has
                 the effect of running it once, so a durable runtime may run it again after
-                a crash instead of asking a person (DESIGN §13).
+                a crash instead of asking a person (DESIGN §13); after three attempts in a
+                row that a crash cut short, a person is asked all the same.
 
         Raises:
             ArkError: ``config/invalid_argument`` if the function cannot be a tool.

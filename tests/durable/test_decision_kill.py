@@ -156,3 +156,24 @@ async def test_an_idempotent_call_killed_again_in_its_new_attempt_runs_once_more
     assert [e for e in await store.read_events("s1") if e.type == ark.EventTypes.OPERATION_IN_DOUBT] == []
     await runtime.aclose()
     await store.aclose()
+
+
+async def test_an_idempotent_call_whose_attempts_a_crash_cut_short_three_times_goes_to_a_person(tmp_path):
+    # A tool that takes the process down would otherwise be run, and kill it, on every restore.
+    from arknb.durable._pipeline import RECOVERY_LIMIT
+
+    await crash(tmp_path, "sqlite", "one_done_one_running", idempotent=True)
+    for _ in range(RECOVERY_LIMIT - 1):
+        await _decide_then_kill(tmp_path, "sqlite", "resumed_running", "rerun")
+    store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."], idempotent=True)
+    [item] = runtime.controller.list_in_doubt()
+    assert item.tool_call.id == "c2" and counts(tmp_path) == {"fast": 1, "slow": RECOVERY_LIMIT}
+    [op] = [o for o in await store.list_operations("s1") if o.purpose_key.endswith(":c2")]
+    assert op.in_doubt and len(op.attempts) == RECOVERY_LIMIT
+    # The person's rerun runs it once more, and it finishes.
+    assert (await runtime.controller.rerun(item.operation_id)).ok
+    assert (await asyncio.wait_for(runtime.current_run.wait(), 30)).stop_reason == "completed"
+    assert tool_answers(runtime) == {"c1": "fast 1 done", "c2": "slow 2 done"}
+    assert counts(tmp_path) == {"fast": 1, "slow": RECOVERY_LIMIT + 1}
+    await runtime.aclose()
+    await store.aclose()
