@@ -1,6 +1,7 @@
 """Notebook 07 in real JupyterLab: an agent process is killed mid-batch, the session is
 restored in the notebook's kernel, the chat shows the in-doubt call as a card, a click
-on "Mark done" resolves it and the run completes (issue 11 item 4)."""
+on "Mark done" resolves it and the run completes (issue 11 item 4); or Stop ends it, and
+each card says what became of its call."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from playwright.sync_api import expect
 from .test_widgets import CHAT, _wait_for_chat_status
 
 
-def test_kill_restore_open_the_chat_click_mark_done_and_the_run_completes(lab):
+def _killed_restored_and_in_the_chat(lab):
+    """Run notebook 07 up to the restored runtime's chat: (chat, its in-doubt card)."""
     lab.open("07_durable.ipynb")
     lab.run_cell_containing("import signal")
     out = lab.run_cell_containing("os.kill(agent.pid, signal.SIGKILL)", timeout=120)
@@ -21,6 +23,11 @@ def test_kill_restore_open_the_chat_click_mark_done_and_the_run_completes(lab):
     chat.wait_for()
     card = chat.locator("[data-testid='arknb-in-doubt']")
     card.wait_for()
+    return chat, card
+
+
+def test_kill_restore_open_the_chat_click_mark_done_and_the_run_completes(lab):
+    chat, card = _killed_restored_and_in_the_chat(lab)
     expected = lab.kernel_exec("print(runtime.controller.list_in_doubt()[0].operation_id)").strip()
     assert card.get_attribute("data-approval-id") == expected
     assert card.get_by_test_id("arknb-approve").count() == 0
@@ -42,15 +49,7 @@ def test_stopping_the_restored_run_leaves_the_in_doubt_card_interrupted_and_the_
     # Stop ends the run with the call's fate still unknown: the card says it may or may
     # not have run (as the model is told), never "not executed", which would invite a
     # person to run it again by hand; the calls that finished before the kill show their results.
-    lab.open("07_durable.ipynb")
-    lab.run_cell_containing("import signal")
-    lab.run_cell_containing("os.kill(agent.pid, signal.SIGKILL)", timeout=120)
-    lab.run_cell_containing("AgentRuntime.restore(")
-    lab.run_cell_containing("chat = ark.ChatWidget(runtime)")
-    chat = lab.page.locator(CHAT).first
-    chat.wait_for()
-    card = chat.locator("[data-testid='arknb-in-doubt']")
-    card.wait_for()
+    chat, card = _killed_restored_and_in_the_chat(lab)
     call_id = lab.kernel_exec("print(runtime.controller.list_in_doubt()[0].tool_call.id)").strip()
     chat.get_by_test_id("arknb-stop").click()
     assert _wait_for_chat_status(lab, "cancelled") == "cancelled"
