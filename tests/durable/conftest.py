@@ -3,7 +3,9 @@
 One throwaway cluster per test session from Debian's binaries (RECIPES.md: PostgreSQL
 refuses to run as root, so its programs run as the ``postgres`` user in a temporary
 folder); every test gets a database of its own. Without the binaries the PostgreSQL
-tests are skipped, except under ``CI=true``, where they fail: CI must run them.
+tests are skipped, except under ``CI=true``, where they fail: CI must run them. A
+watchdog process stops the server and removes its folder when the test session ends in
+any way, killed included (a ``finally`` does not run then, and the server would live on).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -41,6 +44,24 @@ def _as_postgres(*args: str) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else list(args)
 
 
+# Waits for its stdin to close (the test session's end, or its death: the pipe's other
+# end belongs to that process only), then stops the server and removes its folder.
+_WATCHDOG = """
+import shutil, subprocess, sys
+pg_ctl, data, folder, *runas = sys.argv[1:]
+sys.stdin.read()
+subprocess.run([*runas, pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"], capture_output=True, timeout=120)
+shutil.rmtree(folder, ignore_errors=True)
+"""
+
+
+def _watch(bin_dir: Path, data: Path, folder: Path) -> subprocess.Popen:
+    runas = _as_postgres()
+    return subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(bin_dir / "pg_ctl"), str(data), str(folder), *runas],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """``(base DSN, admin connection factory)`` of a running throwaway server."""
@@ -65,13 +86,13 @@ def pg_server():
         shutil.rmtree(folder, ignore_errors=True)
         detail = getattr(exc, "stderr", b"") or b""
         _unavailable(f"could not start PostgreSQL: {exc} {detail.decode(errors='replace')[-500:]}")
+    watchdog = _watch(bin_dir, data, folder)
     base = f"host=127.0.0.1 port={port} user=arknb"
     try:
         yield base, lambda: psycopg.connect(base + " dbname=postgres", autocommit=True)
     finally:
-        subprocess.run(_as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"),
-                       capture_output=True, timeout=120)
-        shutil.rmtree(folder, ignore_errors=True)
+        watchdog.stdin.close()  # the watchdog stops the server and removes the folder
+        watchdog.wait(timeout=150)
 
 
 @pytest.fixture
