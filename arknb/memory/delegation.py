@@ -210,10 +210,7 @@ class SubAgentsExtension(Extension):
             # its task and its finished or in-doubt calls.
             saved = await self._scope.persist("subagent_delegated", mandatory=True)
             if not saved.ok:
-                return ToolResult.from_text(
-                    f"sub-agent {agent_name} was not started: its delegation could not be saved "
-                    f"({saved.error.message if saved.error is not None else 'unknown error'})", is_error=True,
-                    error_code=saved.error.code if saved.error is not None else None)
+                return saved.refusal(f"sub-agent {agent_name} was not started: its delegation could not be saved")
         try:
             child = await self._child(ctx.call_id, record, ctx.run_id)
         except ArkError as exc:

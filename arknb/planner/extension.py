@@ -143,16 +143,11 @@ class PlanExtension(Extension):
         new_plan = self.needs_review(state, items)
         approved = self.mode is PlanMode.REVIEW and (new_plan or self.approved(state))
         plan = Plan(version=current.version + 1 if current is not None else 1, items=items)
-        before = scope.slice
-        scope.set_slice({"plan": plan.to_json_dict(), "approved": approved})
         # Saved before it is announced: the answer is recorded as the call's result, which a
         # restore reuses without running the call again, so the state must already hold the plan.
-        saved = await scope.persist("plan_updated", mandatory=True)
+        saved = await scope.save_slice({"plan": plan.to_json_dict(), "approved": approved}, "plan_updated")
         if not saved.ok:
-            scope.set_slice(before)
-            why = saved.error.message if saved.error else "unknown error"
-            return ToolResult.from_text(f"the plan was not saved ({why}); call write_todos again", is_error=True,
-                                        error_code=saved.error.code if saved.error else None)
+            return saved.refusal("the plan was not saved", "call write_todos again")
         change = "status" if current is not None and current.same_items(items) else "new"
         scope.emit(EventTypes.PLAN_UPDATED, lambda: {
             "plan": plan.to_json_dict(), "previous_version": current.version if current is not None else None,

@@ -124,6 +124,13 @@ class SaveResult:
     skipped: bool = False
     error: ArkError | None = None
 
+    def refusal(self, text: str, advice: str = "") -> ToolResult:
+        """A tool's error answer for this failed save: ``text (why)`` and the advice, with
+        the save's error code."""
+        why = self.error.message if self.error is not None else "unknown error"
+        return ToolResult.from_text(f"{text} ({why}){'; ' + advice if advice else ''}", is_error=True,
+                                    error_code=self.error.code if self.error is not None else None)
+
 
 class ExtensionScope:
     """What an extension may use of its runtime: a narrow view, not the runtime (STYLE §12).
@@ -242,6 +249,21 @@ class ExtensionScope:
         user's hook registry), ``storage``, ``system_prompt``, ``config``, ``max_turns``,
         ``require_approval`` and ``secrets`` (the strings its saves must never hold)."""
         return self._ports.runtime_options()
+
+    async def save_slice(self, value: Any, reason: str) -> SaveResult:
+        """Replace this extension's slice and save it at once (a mandatory save): what a tool
+        does before it answers with the change, since a restore reuses a call's recorded
+        answer without running it again. If the save fails, the slice is put back.
+
+        Raises:
+            ArkError: ``invalid_argument`` as :meth:`set_slice`.
+        """
+        before = self.slice
+        self.set_slice(value)
+        saved = await self.persist(reason, mandatory=True)
+        if not saved.ok:
+            self.set_slice(before)
+        return saved
 
     async def persist(self, reason: str, *, mandatory: bool = False) -> SaveResult:
         """Save the state now (through the persistence hooks, like the runtime's own saves).

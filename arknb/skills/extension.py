@@ -126,16 +126,11 @@ class SkillsExtension(Extension):
         active = active_skills_of(scope.state.extensions)
         if name in active:
             return f"Skill {name!r} is already active."
-        before = scope.slice
-        scope.set_slice({"active": [*active, name]})
         # Saved before it is announced: the answer is recorded as the call's result, which a
         # restore reuses without running the call again, so the state must already hold it.
-        saved = await scope.persist("skill_activated", mandatory=True)
+        saved = await scope.save_slice({"active": [*active, name]}, "skill_activated")
         if not saved.ok:
-            scope.set_slice(before)
-            why = saved.error.message if saved.error else "unknown error"
-            return ToolResult.from_text(f"skill {name!r} was not activated: its activation could not be saved ({why})",
-                                        is_error=True, error_code=saved.error.code if saved.error else None)
+            return saved.refusal(f"skill {name!r} was not activated: its activation could not be saved")
         scope.emit(EventTypes.SKILL_ACTIVATED, lambda: {
             "name": name, "description": skill.description, "tools": list(skill.tool_names), "call_id": call_id})
         tools = f" and its tools ({', '.join(skill.tool_names)})" if skill.tools else ""
