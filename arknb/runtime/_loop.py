@@ -27,8 +27,8 @@ from ._model_call import HookAbort, abort_error, call_model
 from ._persistence import autosave, persist_terminal, save_error
 from ._redaction import learn_model_secrets
 from ._in_doubt import IN_DOUBT, in_doubt_batch, interrupted, last_assistant, pause_interrupted_run, person_answer
-from ._tool_batch import (BatchPlan, Deferred, call_payload, execute_batch, plan_batch, result_payload,
-                          tool_message, unanswered_calls)
+from ._tool_batch import (BatchPlan, Deferred, announce_reused, call_payload, execute_batch, plan_batch,
+                          result_payload, tool_message, unanswered_calls)
 from .result import AgentRunResult, NextStep, StopReason
 
 if TYPE_CHECKING:
@@ -254,8 +254,7 @@ def _announce_recorded(rt: AgentRuntime, paused: PendingApprovalBatch | None, ca
         rt._emit(EventTypes.TOOL_DENIED, lambda: flat_payload(
             call=call_payload(call), result=result_payload(result), reason=result.text, batch_id=batch_id))
         return
-    rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
-        call=call_payload(call), result=result_payload(result), batch_id=batch_id, duration_ms=0.0, reused=True))
+    announce_reused(rt, call, result, batch_id)
 
 
 async def _continue_unanswered(rt: AgentRuntime, ctx: RunContext, resolving: bool = False) -> NextStep:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
 __all__ = ["APPROVAL_POLICY", "BatchPlan", "BatchOutcome", "Deferred", "RAN_BEFORE_PAUSE", "ToolBatch", "ToolPlanning",
-           "execute_batch", "plan_batch", "tool_message", "unanswered_calls"]
+           "announce_reused", "execute_batch", "plan_batch", "tool_message", "unanswered_calls"]
 
 APPROVAL_POLICY = "approval_policy"
 """The name the built-in approval policy's decisions are recorded under (it runs after the user hooks)."""
@@ -115,6 +115,13 @@ def call_payload(call: ToolCall) -> dict:
 
 def result_payload(result: ToolResult) -> dict:
     return flat_payload(text=result.text, is_error=result.is_error, error_code=result.error_code, stop=result.stop)
+
+
+def announce_reused(rt: AgentRuntime, call: ToolCall, result: ToolResult, batch_id: str | None) -> None:
+    """Publish ``tool.after`` for a call answered with the result an earlier process
+    committed (``reused``: the tool did not run again here)."""
+    rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
+        call=call_payload(call), result=result_payload(result), batch_id=batch_id, duration_ms=0.0, reused=True))
 
 
 async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
@@ -373,9 +380,7 @@ class ToolBatch(OfRun):
         self.finished[call.id] = result
         started = self.started.get(call.id, time.perf_counter())
         if reused:
-            self.rt._emit(EventTypes.TOOL_AFTER, lambda: flat_payload(
-                call=call_payload(call), result=result_payload(result), batch_id=self.batch_id,
-                duration_ms=0.0, reused=True))
+            announce_reused(self.rt, call, result, self.batch_id)
             return
         deferral = self.deferrals.calls.get(call.id)
         if deferral is not None:  # the call waits for a person: its tool.after says so
