@@ -401,7 +401,21 @@ class _SubAgentKind(ApprovalKind):
         return ToolResult.from_text(f"tool_denied: the delegation was stopped: {why}", is_error=True,
                                     error_code=ErrorCode.TOOL_DENIED.value)
 
+    def continues_on_resume(self, item: PendingApprovalItem) -> bool:
+        # A child suspended when its parent closed (on_close) waits for nobody: resume()
+        # continues it, as it would a suspended run of its own (DESIGN §14 "Lifecycle").
+        if item.detail.get("suspended") is not True:
+            return False
+        child = self._child_of(item)
+        return child is None or child.runtime.state.pending_approval is None
+
     def blocks_input_error(self, batch: PendingApprovalBatch) -> ArkError:
+        suspended = [item for item in batch.items if item.is_pending() and self.continues_on_resume(item)]
+        if suspended and len(suspended) == len([item for item in batch.items if item.is_pending()]):
+            agents = ", ".join(sorted({str(item.detail.get("agent")) for item in suspended}))
+            return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
+                            f"the run was suspended while its sub-agent ({agents}) worked: continue it with "
+                            "await runtime.resume() (or stop it with runtime.cancel()) before sending new input")
         return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
                         "a sub-agent waits for approvals: decide them (runtime.controller.list_pending_approvals() "
                         "lists them as '<agent>/<approval id>') before sending new input")

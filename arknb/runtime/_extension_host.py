@@ -232,6 +232,14 @@ class ExtensionHost:
         """What new input gets while ``batch`` waits."""
         return self.kind(batch.kind).blocks_input_error(batch)
 
+    def continued_by_resume(self, batch: PendingApprovalBatch | None) -> list[PendingApprovalItem]:
+        """The pending items of ``batch`` that ``resume()`` approves, if every pending item
+        waits for no person (:meth:`ApprovalKind.continues_on_resume`); else none."""
+        pending = [item for item in batch.items if item.is_pending()] if batch is not None else []
+        if pending and all(self.kind(item.kind).continues_on_resume(item) for item in pending):
+            return pending
+        return []
+
     # -- restore ------------------------------------------------------------------------------
 
     def mark_restored(self, state: AgentState) -> None:

@@ -168,9 +168,32 @@ class RunControl:
         return True
 
     async def resume(self) -> AgentRunResult:
-        """Continue a suspended run with a fresh model call and wait for it."""
+        """Continue a suspended run with a fresh model call and wait for it.
+
+        A run paused only for calls that wait for no person's decision (a sub-agent that
+        was suspended when this runtime closed while it worked, DESIGN §14 "Lifecycle") is
+        continued too: those items are approved (saved first, as any decision), each child
+        resumes where it stopped, and the run goes on with the child's answer.
+        """
         await self._load()
-        return await self.start_resume().wait()
+        handle = await self._continue_waiting_for_nobody()
+        return await (handle or self.start_resume()).wait()
+
+    async def _continue_waiting_for_nobody(self) -> RunHandle | None:
+        """Approve the pending items that wait for no person (see :meth:`resume`) and return
+        the continued run's handle; None if the pending batch is not such a pause."""
+        batch = self._state.pending_approval
+        items = self._extensions.continued_by_resume(batch)
+        if not items:
+            return None
+        self._check_not_running()
+        for item in items:
+            decided = await self.apply_approval_decision(item.approval_id, ApprovalDecision.APPROVED,
+                                                         batch_id=batch.batch_id)
+            if not decided.ok:
+                raise decided.error.to_error()
+        # None if a Stop came while the decision was saved: start_resume() then says why.
+        return self.current_run
 
     def start_resume(self) -> RunHandle:
         """Continue a suspended run in the background (what the widget's Resume button calls)."""
@@ -326,12 +349,15 @@ class RunControl:
             self._active = None
 
     def _check_can_start(self, *, new_input: bool) -> None:
+        self._check_not_running()
+        self._check_state_allows(new_input=new_input)
+
+    def _check_not_running(self) -> None:
         if self._detached is not None or self.closed:
             raise detached_error(self)
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
                            f"run {self._active.run_id} is still active; await it, or cancel() it first")
-        self._check_state_allows(new_input=new_input)
 
     def _check_state_allows(self, *, new_input: bool) -> None:
         state = self._state

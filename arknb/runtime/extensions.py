@@ -419,6 +419,13 @@ class ApprovalKind:
         controller methods says so here), or None to accept the decision."""
         return None
 
+    def continues_on_resume(self, item: PendingApprovalItem) -> bool:
+        """True if ``item`` waits for no person's decision, only for the run to go on: a
+        paused run whose every pending item says so is continued by ``runtime.resume()``,
+        which approves them (a sub-agent suspended when its parent's runtime closed, DESIGN
+        §14 "Lifecycle"). By default an item waits for a person."""
+        return False
+
     def blocks_input_error(self, batch: PendingApprovalBatch) -> ArkError:
         """The error new input gets while a batch of this kind waits."""
         return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,

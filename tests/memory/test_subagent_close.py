@@ -76,6 +76,52 @@ async def test_a_kernel_shutdown_during_a_delegation_suspends_it_and_a_restore_c
             await storage.aclose()
 
 
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+async def test_resume_continues_a_parent_closed_during_a_delegation_in_a_new_process(tmp_path, kind) -> None:
+    """DESIGN §14 "Lifecycle": a closed session is saved resumable with ``resume()``. The
+    kernel shut down while the child worked; restored in a new process, new input is
+    refused with the way forward, and ``resume()`` (no person decides anything) continues
+    the child where it stopped and then the parent, with no tool run twice."""
+    line = run_until_line(CHILD, str(tmp_path), kind, "shutdown", prefix="CLOSED ")
+    assert line.split()[1:] == ["awaiting_approval", "suspended"]
+
+    storage, parent = await _restore_worker(tmp_path, kind)
+    try:
+        with pytest.raises(ark.ArkError, match=r"suspended while its sub-agent \(worker\) worked.*runtime\.resume\(\)"):
+            await parent.run("Something else.")
+        result = await asyncio.wait_for(parent.resume(), 60)
+        await _assert_worked_twice(tmp_path, storage, parent, result)
+        [record] = parent.state.resolved_approvals
+        assert record.decision == "approved"  # recorded as any decision is
+        with pytest.raises(ark.ArkError) as nothing:
+            await parent.resume()
+        assert nothing.value.code == "nothing_to_resume"
+    finally:
+        await parent.aclose()
+        if kind == "sqlite":
+            await storage.aclose()
+
+
+async def test_resume_leaves_a_delegation_whose_child_waits_for_a_person_to_that_person(tmp_path) -> None:
+    """Only a pause that waits for nobody is continued by ``resume()``: a child waiting for
+    its own approval keeps the parent's item for a person, and ``resume()`` says so."""
+    storage = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    parent = ark.AgentRuntime(ark.ScriptedModel([ScriptedTurn(tool_calls=[call(
+        "d1", "delegate_task", agent="cleaner", task="Clear the cache in /tmp/cache.")])]),
+        storage=storage, session_id="boss", subagents=[cleaner(tmp_path, storage)])
+    try:
+        result = await parent.run("Free some disk space.")
+        assert result.stop_reason == "awaiting_approval"
+        [item] = parent.controller.list_pending_approvals()
+        with pytest.raises(ark.ArkError, match="a sub-agent waits for approvals") as refused:
+            await parent.resume()
+        assert refused.value.code == "pending_approval_blocks_input"
+        assert parent.controller.list_pending_approvals() == [item] and effects(tmp_path) == []
+    finally:
+        await parent.aclose()
+        await storage.aclose()
+
+
 @pytest.mark.parametrize("mode", ["paused", "held"])
 async def test_a_parent_restored_while_its_first_process_lives_gets_its_childs_session_too(tmp_path, mode) -> None:
     """``paused``: the first process closed the parent (aclose), so its child's lease is
