@@ -31,10 +31,10 @@ from typing import Annotated, Any, Callable, Iterable, Sequence
 
 from pydantic import Field
 
-from ..domain import ArkError, ErrorCode, ErrorLayer, ToolResult, invalid_argument
+from ..domain import ArkError, ErrorCode, ErrorLayer, ToolCall, ToolResult, invalid_argument
 from ..hooks import AfterRunHookContext, AgentHook
 from ..runtime import AgentRunResult, AgentRuntime
-from ..runtime.extensions import ApprovalKind, Extension, ExtensionScope
+from ..runtime.extensions import ApprovalKind, Extension, ExtensionScope, WaitingCall
 from ..state import AgentState, ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
 from ..tools import Tool, ToolContext, tool
 from .subagents import SubAgent
@@ -128,6 +128,28 @@ class SubAgentsExtension(Extension):
                 # between): approve it now, outside the approval lock this may run under. A
                 # suspended child waits for the person (the item says so), like its parent.
                 self._later(self._scope.controller.approve(item.approval_id))
+
+    async def waiting_calls(self, run_id: str, calls: Sequence[ToolCall]) -> list[WaitingCall]:
+        # A delegation a crash interrupted whose child now waits for a person (its own
+        # restore paused it for an approval or a call in doubt): the parent lists the
+        # child's items at once, as it does for its own in-doubt calls (DESIGN §13),
+        # rather than only once resume() has run the delegation again to find them.
+        records = self._records()
+        waiting = []
+        for call in calls:
+            record = records.get(call.id)
+            if call.name != DELEGATE_TASK or record is None:
+                continue
+            try:
+                child = await self._child(call.id, record, run_id)
+            except ArkError:
+                continue  # the call, run again, answers with the error
+            if child.runtime.state.pending_approval is None:
+                continue  # resume() continues the child where it stands
+            count = len(child.runtime.controller.list_pending_approvals())
+            waiting.append(WaitingCall(call, f"sub-agent {record['agent']} waits for {count} decision(s)",
+                                       SUBAGENT_KIND, {"agent": record["agent"], "session": record["session"]}))
+        return waiting
 
     async def on_close(self, grace: float) -> None:
         # The parent is closing: its children close with it (a running child suspends at its

@@ -13,12 +13,12 @@ import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, invalid_argument
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolCall, ToolResult, invalid_argument
 from ..events import EventTypes
 from ..hooks import AgentHook, HookRegistry
 from ..state import AgentState, ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
 from ..tools import Tool, ToolRegistry
-from .extensions import ApprovalKind, Extension, ExtensionScope, Resolution, SaveResult, _ScopePorts
+from .extensions import ApprovalKind, Extension, ExtensionScope, Resolution, SaveResult, WaitingCall, _ScopePorts
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -263,6 +263,26 @@ class ExtensionHost:
                 except Exception as exc:
                     raise _failed(ext, "on_restore", exc) from exc
 
+
+    async def waiting_calls(self, run_id: str, calls: list[ToolCall]) -> list[WaitingCall]:
+        """What the extensions say of an interrupted run's unanswered ``calls``: those that
+        wait for a person elsewhere (:meth:`Extension.waiting_calls`), one per call."""
+        found: dict[str, WaitingCall] = {}
+        for ext in self.extensions:
+            outcome = _guarded(ext, "waiting_calls", ext.waiting_calls, run_id, tuple(calls))
+            if inspect.isawaitable(outcome):
+                try:
+                    outcome = await outcome
+                except ArkError:
+                    raise
+                except Exception as exc:
+                    raise _failed(ext, "waiting_calls", exc) from exc
+            for waiting in outcome or ():
+                if not isinstance(waiting, WaitingCall) or waiting.kind not in self._kinds:
+                    raise _failed(ext, "waiting_calls", TypeError(
+                        f"expected WaitingCall items of a kind it declared, got {waiting!r}"))
+                found.setdefault(waiting.call.id, waiting)
+        return [found[call.id] for call in calls if call.id in found]
 
     async def close(self, rt: AgentRuntime, grace: float) -> None:
         """Call every extension's ``on_close`` (the runtime is being closed); a failure is a

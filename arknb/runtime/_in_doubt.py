@@ -21,7 +21,7 @@ from ..domain.invocation import InDoubtCall
 from ..events import EventTypes
 from ..state import ApprovalDecision, ApprovalDecisionResult, DeniedCall, PendingApprovalBatch, PendingApprovalItem
 from ._approvals import freeze_for_approval
-from .extensions import ApprovalKind, Resolution
+from .extensions import ApprovalKind, Resolution, WaitingCall
 from ._persistence import persist, save_error
 from ._tool_batch import unanswered_calls
 
@@ -48,6 +48,20 @@ def in_doubt_batch(rt: AgentRuntime, run_id: str, message, doubts: list[InDoubtC
     return PendingApprovalBatch(batch_id=rt._new_id("batch"), run_id=run_id, items=items, model_message=message,
                                 created_at=now, allowed_calls=tuple(allowed), denied_calls=tuple(denied),
                                 finished_calls=tuple(finished), kind=IN_DOUBT)
+
+
+def _waiting_batch(rt: AgentRuntime, run_id: str, message, waiting: list[WaitingCall],
+                   allowed: list) -> PendingApprovalBatch:
+    """The paused batch for an interrupted run's calls that wait for a person elsewhere."""
+    now = rt._clock()
+    items = tuple(
+        PendingApprovalItem(approval_id=rt._new_id("approval"), tool_call=w.call,
+                            risk_level=rt._offered_tools().risk_of(w.call.name) or ToolRisk.SAFE, reason=w.reason,
+                            created_at=now, kind=w.kind, detail=dict(w.detail or {}))
+        for w in waiting)
+    kind = next((item.kind for item in items if item.kind != "tool"), "tool")
+    return PendingApprovalBatch(batch_id=rt._new_id("batch"), run_id=run_id, items=items, model_message=message,
+                                created_at=now, allowed_calls=tuple(allowed), kind=kind)
 
 
 def _why(doubt: InDoubtCall) -> str:
@@ -86,12 +100,21 @@ async def pause_interrupted_run(rt: AgentRuntime) -> bool:
     calls = unanswered_calls(state.history)
     if not calls:
         return False
-    doubts, runnable, _ = await rt._invocations.classify_unanswered(state.current_run_id, calls,
-                                                                    state.current_loop_count)
-    if not doubts:
+    run_id, message = state.current_run_id, last_assistant(state.history)
+    doubts, runnable, _ = await rt._invocations.classify_unanswered(run_id, calls, state.current_loop_count)
+    # Calls whose work waits for a person elsewhere (a sub-agent paused for its own
+    # approvals or in-doubt calls) are listed at once too, as their extension's items.
+    waiting = await rt._extensions.waiting_calls(run_id, calls) if rt._extensions else []
+    claimed = {w.call.id for w in waiting}
+    if any(d.call.id not in claimed for d in doubts):
+        batch = in_doubt_batch(rt, run_id, message, doubts, runnable)  # (a batch holds one kind of decision)
+        reason = IN_DOUBT
+    elif waiting:
+        batch = _waiting_batch(rt, run_id, message, waiting, [c for c in runnable if c.id not in claimed])
+        reason = rt._extensions.kind(batch.kind).suspend_reason
+    else:
         return False  # resume() continues the run from its operations
-    batch = in_doubt_batch(rt, state.current_run_id, last_assistant(state.history), doubts, runnable)
-    error = await freeze_for_approval(rt, None, batch, reason=IN_DOUBT)
+    error = await freeze_for_approval(rt, None, batch, reason=reason)
     if error is not None:
         raise error
     # No run ends here to commit what the pause announced (a run's end does): it is

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..providers.base import LLMClient
     from ..tools import Tool, ToolRegistry
 
-__all__ = ["ApprovalKind", "Extension", "ExtensionScope", "Resolution", "SaveResult"]
+__all__ = ["ApprovalKind", "Extension", "ExtensionScope", "Resolution", "SaveResult", "WaitingCall"]
 
 
 class Extension:
@@ -103,6 +103,17 @@ class Extension:
         session, before its first run or decision. ``state`` is the loaded state."""
         return None
 
+    def waiting_calls(self, run_id: str, calls: Sequence[ToolCall]) -> Awaitable[Iterable[WaitingCall]] | Iterable[
+            WaitingCall]:
+        """Of ``calls``, the unanswered calls of run ``run_id`` that a crash interrupted,
+        those whose work already waits for a person elsewhere (a sub-agent paused for its
+        own approvals or in-doubt calls). Called (and awaited when it returns an awaitable)
+        when such a session is restored, after :meth:`on_restore`: the run pauses at once
+        with one item for each, of the given kind, instead of being continued by
+        ``resume()`` only to find the same (DESIGN §13: what a person must decide is listed
+        as soon as the session is restored)."""
+        return ()
+
     def on_close(self, grace: float) -> Awaitable[None] | None:
         """Called (and awaited when it returns an awaitable) when the runtime is closed
         (:meth:`AgentRuntime.aclose`, kernel shutdown), after its active run was asked to
@@ -114,6 +125,18 @@ class Extension:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingCall:
+    """An interrupted run's call that waits for a person (see :meth:`Extension.waiting_calls`):
+    it becomes a pending item of ``kind`` with ``reason`` and ``detail``, decided like one
+    its tool deferred with ``ctx.defer(reason, kind=kind, detail=detail)``."""
+
+    call: ToolCall
+    reason: str
+    kind: str
+    detail: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,9 +65,9 @@ async def test_a_delegation_killed_before_its_pending_batch_is_saved_asks_the_ch
 
     parent, model = await _restore(tmp_path, store, "delegate")
     try:
-        result = await asyncio.wait_for(parent.resume(), 60)
-        assert result.stop_reason == "awaiting_approval"
-        # The same item the child saved before the kill: nothing new is asked, nothing ran.
+        # Paused at once by the restore (DESIGN §13), for the same item the child saved
+        # before the kill: nothing new is asked, nothing ran.
+        assert parent.current_run is None and parent.state.last_stop_reason == "awaiting_approval"
         [item] = parent.controller.list_pending_approvals()
         assert item.approval_id == f"cleaner/{waiting.approval_id}" and item.tool_call.id == "k1"
         assert effects(tmp_path) == [] and model.requests == []
@@ -96,8 +96,7 @@ async def test_a_delegation_killed_before_its_second_pause_is_saved_never_asks_t
 
     parent, model = await _restore(tmp_path, store, "delegate_second")
     try:
-        result = await asyncio.wait_for(parent.resume(), 60)
-        assert result.stop_reason == "awaiting_approval"
+        assert parent.current_run is None and parent.state.last_stop_reason == "awaiting_approval"  # at once
         [item] = parent.controller.list_pending_approvals()  # only the second one: the first stands
         assert item.tool_call.id == "k2" and item.tool_call.arguments == {"path": "/tmp/b"}
         decided = await parent.controller.approve(item.approval_id)

@@ -108,27 +108,19 @@ INDOUBT_CHILD = Path(__file__).with_name("_subagent_indoubt_child.py")
 
 @pytest.mark.parametrize("kind", ["file", "sqlite"])
 async def test_a_childs_call_left_in_doubt_by_a_crash_is_decided_at_the_parent(tmp_path, kind) -> None:
-    """SIGKILL while the child's (not idempotent) tool runs: restored, the parent reaches the
-    child's in-doubt call under a namespaced id (controller.list_in_doubt / mark_done), the
-    tool never runs twice and no call is left unanswered in the child's history."""
+    """SIGKILL while the child's (not idempotent) tool runs: restored, the parent lists the
+    child's in-doubt call at once (DESIGN §13), under a namespaced id, with nothing run
+    (controller.list_in_doubt / mark_done); the tool never runs twice and no call is left
+    unanswered in the child's history."""
     run_until_line(INDOUBT_CHILD, str(tmp_path), kind, prefix="UPLOADING")
     storage = open_store(kind, tmp_path)
     parent = await ark.AgentRuntime.restore(
         "boss", storage=storage, model=ark.ScriptedModel(["The report is up."]),
         subagents=[uploader(tmp_path, storage, ["Uploaded report.pdf."])])
     try:
-        if kind == "file":
-            # Nothing recorded what started: the delegation itself is in doubt first; running
-            # it again continues the child (delegate_task picks its child up where it is).
-            [delegation] = parent.controller.list_in_doubt()
-            assert delegation.tool_call.name == "delegate_task"
-            assert (await parent.controller.rerun(delegation.operation_id)).ok
-            result = await asyncio.wait_for(parent.current_run.wait(), 60)
-        else:
-            # The operations say the delegation is safe to continue (delegate_task is idempotent).
-            assert parent.controller.list_in_doubt() == []
-            result = await asyncio.wait_for(parent.resume(), 60)
-        assert result.stop_reason == "awaiting_approval"
+        assert parent.current_run is None and parent.state.last_stop_reason == "awaiting_approval"
+        [item] = parent.state.pending_approval.items
+        assert item.kind == "subagent" and item.tool_call.id == "d1"  # the delegation waits, not in doubt itself
         [doubt] = parent.controller.list_in_doubt()
         assert doubt.operation_id.startswith("uploader/") and doubt.tool_call.name == "upload"
         decided = await parent.controller.mark_done(doubt.operation_id, "uploaded report.pdf")
@@ -158,8 +150,7 @@ async def test_the_parent_chat_offers_a_childs_in_doubt_call_and_marks_it_done(t
         subagents=[uploader(tmp_path, storage, ["Uploaded report.pdf."])])
     chat = ChatWidget(parent, call_later=lambda delay, fn: fn())
     try:
-        assert (await asyncio.wait_for(parent.resume(), 60)).stop_reason == "awaiting_approval"
-        chat._flush()
+        chat._flush()  # the card is there as soon as the parent is restored: nothing was resumed
         [card] = chat.approvals
         assert card["approval_id"].startswith("uploader/") and card["kind"] == "in_doubt"
         assert card["tool_name"] == "upload"
@@ -180,25 +171,20 @@ async def test_the_parent_chat_offers_a_childs_in_doubt_call_and_marks_it_done(t
 @pytest.mark.parametrize("kind", ["file", "sqlite"])
 async def test_the_next_delegation_after_a_crashed_one_gets_a_session_of_its_own(tmp_path, kind) -> None:
     """SIGKILL mid-delegation, then the interrupted delegation is settled without running it
-    again (file: a person marks it done; SQLite: the interrupted run is cancelled). The next
-    delegation to the same sub-agent starts its own task in a new session: it is never
+    again (the interrupted run, paused for the child's in-doubt upload, is cancelled). The
+    next delegation to the same sub-agent starts its own task in a new session: it is never
     handed the crashed one's session, with that task and its in-doubt upload."""
     run_until_line(INDOUBT_CHILD, str(tmp_path), kind, prefix="UPLOADING")
     storage = open_store(kind, tmp_path)
     turns = [ScriptedTurn(tool_calls=[call("u9", "upload", filename="other.pdf")]), "Uploaded other.pdf."]
     script = [delegate("d2", "uploader", "Upload other.pdf."), "Both are up."]
-    if kind == "file":
-        script.insert(0, "Noted.")
     parent = await ark.AgentRuntime.restore("boss", storage=storage, model=ark.ScriptedModel(script),
                                             subagents=[uploader(tmp_path, storage, turns)])
     try:
-        if kind == "file":
-            [doubt] = parent.controller.list_in_doubt()
-            assert (await parent.controller.mark_done(doubt.operation_id, "report.pdf is uploaded")).ok
-            assert (await asyncio.wait_for(parent.current_run.wait(), 60)).stop_reason == "completed"
-        else:
-            assert parent.cancel()
-            assert (await asyncio.wait_for(parent.current_run.wait(), 60)).stop_reason == "cancelled"
+        [doubt] = parent.controller.list_in_doubt()
+        assert doubt.operation_id.startswith("uploader/")
+        assert parent.cancel()
+        assert (await asyncio.wait_for(parent.current_run.wait(), 60)).stop_reason == "cancelled"
         result = await asyncio.wait_for(parent.run("Now upload other.pdf."), 60)
         assert result.stop_reason == "completed" and result.text == "Both are up."
         answers = {m.tool_call_id: m.text for m in parent.state.history if m.role == "tool"}
@@ -218,9 +204,9 @@ async def test_the_next_delegation_after_a_crashed_one_gets_a_session_of_its_own
 async def test_new_input_to_a_parent_whose_delegation_a_crash_interrupted_waits_for_the_childs_doubt(
         tmp_path, kind) -> None:
     """SIGKILL while the child's upload runs, then new input instead of resume(). The input
-    is refused and the parent pauses for the child's in-doubt call (on SQLite the delegation
-    runs again first and defers itself: that deferral was dropped, leaving the call unpaired
-    and the child's doubt unseen); decided, the run ends, and the input then goes through."""
+    is refused (the parent paused for the child's in-doubt call when it was restored: new
+    input must never leave the delegation unpaired or the child's doubt unseen); decided,
+    the run ends, and the input then goes through."""
     from ..runtime._approval_kit import assert_history_paired
 
     run_until_line(INDOUBT_CHILD, str(tmp_path), kind, prefix="UPLOADING")
@@ -233,10 +219,6 @@ async def test_new_input_to_a_parent_whose_delegation_a_crash_interrupted_waits_
             await parent.run("Something else.")
         assert refused.value.code == "pending_approval_blocks_input"
         assert [m.text for m in parent.state.history if m.role == "user"] == ["Upload the report."]  # not added
-        if kind == "file":  # nothing recorded what started: the delegation itself is in doubt first
-            [delegation] = parent.controller.list_in_doubt()
-            assert (await parent.controller.rerun(delegation.operation_id)).ok
-            assert (await asyncio.wait_for(parent.current_run.wait(), 60)).stop_reason == "awaiting_approval"
         [doubt] = parent.controller.list_in_doubt()
         assert doubt.operation_id.startswith("uploader/") and doubt.tool_call.name == "upload"
         assert (await parent.controller.mark_done(doubt.operation_id, "uploaded report.pdf")).ok
