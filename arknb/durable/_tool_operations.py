@@ -271,6 +271,14 @@ class ToolOperations:
                                                   text or "failed", is_error=True,
                                                   error_code=ErrorCode.TOOL_FAILED).model_dump(mode="json")),)
 
+    async def operation_state(self, operation_id: str) -> str | None:
+        """What operation ``operation_id`` of this session is now (its status once
+        completed, else its phase), or None if this session has no such operation."""
+        operation = self.bus._known_ids.get(operation_id) or await self.store.get_operation(operation_id)
+        if operation is None or operation.session_id != self.session_id:
+            return None
+        return operation.status.value if operation.status is not None else operation.phase.value
+
     async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult | None]:
         """What the operations tell of unanswered calls whose run is being cancelled: a
         result committed (the effective one, or the raw one whose response hooks did not

@@ -343,6 +343,9 @@ class _SubAgentKind(ApprovalKind):
     """A delegation waiting for its child's approvals: an approval source (see module docstring)."""
 
     name = SUBAGENT_KIND
+    how_to_decide = ("decide what the sub-agent waits for (runtime.controller.list_pending_approvals() and "
+                     "list_in_doubt() list its items as '<agent>/<id>'), or await runtime.resume() for a sub-agent "
+                     "that was suspended")
 
     def __init__(self, extension: SubAgentsExtension) -> None:
         self.ext = extension

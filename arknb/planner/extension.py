@@ -200,6 +200,7 @@ class _PlanReview(ApprovalKind):
     """Pending items of kind ``"plan"``: a proposed plan waiting for a person."""
 
     name = PLAN_KIND
+    how_to_decide = "review the plan with runtime.controller.approve_plan() or reject_plan(reason)"
 
     def __init__(self, extension: PlanExtension) -> None:
         self.ext = extension

@@ -51,7 +51,7 @@ def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_messag
 async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingApprovalBatch,
                               reason: str = "awaiting_approval") -> ArkError | None:
     """Save the pending batch (mandatory), then publish; returns the error if the save failed."""
-    waiting = awaiting_approval_error(batch)
+    waiting = awaiting_approval_error(batch, rt._extensions.kind(batch.kind).how_to_decide)
     rt._set_state(pending_approval=batch, is_running=True, last_stop_reason="awaiting_approval",
                   last_error=waiting.info())
     saved = await persist_terminal(rt, ctx, reason="awaiting_approval")
@@ -71,13 +71,14 @@ async def freeze_for_approval(rt: AgentRuntime, ctx: RunContext, batch: PendingA
     return None
 
 
-def awaiting_approval_error(batch: PendingApprovalBatch) -> ArkError:
+def awaiting_approval_error(batch: PendingApprovalBatch, how: str = ApprovalKind.how_to_decide) -> ArkError:
     """What a run waiting for approval reports: ``awaiting_approval`` (security), a resumable
-    pause rather than a failure; the stop reason and this code go together (seed 000 §11)."""
+    pause rather than a failure; the stop reason and this code go together (seed 000 §11).
+    ``how`` is the batch kind's :attr:`ApprovalKind.how_to_decide`."""
     names = ", ".join(item.tool_call.name for item in batch.items)
     return ArkError(ErrorLayer.SECURITY, ErrorCode.AWAITING_APPROVAL,
-                    f"{len(batch.items)} tool call(s) wait for approval ({names}): decide them with "
-                    "runtime.controller.approve/deny and the run continues", Retryability.CONDITIONAL)
+                    f"{len(batch.items)} tool call(s) wait for a person ({names}): {how} and the run continues",
+                    Retryability.CONDITIONAL)
 
 
 def _items(batch: PendingApprovalBatch) -> list[dict]:

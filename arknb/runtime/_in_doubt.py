@@ -140,6 +140,12 @@ async def apply_in_doubt_decision(rt: AgentRuntime, item_id: str, resolution: st
     batch = state.pending_approval
     item = batch.find(item_id) if batch is not None and batch.kind == IN_DOUBT else None
     if item is None:
+        known = await rt._invocations.operation_state(item_id) if item_id.startswith("op_") else None
+        if known is not None:
+            return ApprovalDecisionResult.failure(item_id, ArkError(
+                ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_IN_DOUBT,
+                f"operation {item_id!r} of session {rt.session_id!r} is not in doubt (its record says {known}): only a call "
+                "listed by controller.list_in_doubt() waits for a person's decision"))
         return ApprovalDecisionResult.failure(item_id, ArkError(
             ErrorLayer.STORAGE, ErrorCode.OPERATION_NOT_FOUND,
             f"no in-doubt call with id {item_id!r} in session {rt.session_id!r} (unknown, or already decided and "
@@ -197,6 +203,8 @@ class InDoubtKind(ApprovalKind):
     name = IN_DOUBT
     suspend_reason = IN_DOUBT
     resume_reason = "in_doubt_resolved"
+    how_to_decide = ("each may or may not have run: decide each with runtime.controller.rerun, mark_done or "
+                     "mark_failed (controller.list_in_doubt() lists them)")
 
     def __init__(self, emit) -> None:
         self._emit = emit

@@ -30,6 +30,9 @@ What a seam implements (structurally; ``arknb.durable`` does not import this mod
   began and left none, so it may have run); ``await
   close_run(run_id, reason, error)``: a run that ended for good (cancelled, failed,
   aborted, ...) leaves no operation open (its in-doubt calls will never be decided).
+- ``await operation_state(operation_id) -> str | None``: what an operation of this session
+  is now (its status, or its phase while unfinished), None if there is none: a decision on
+  one that is not in doubt says so (``operation_not_in_doubt``).
 """
 
 from __future__ import annotations
@@ -116,6 +119,9 @@ class DirectInvocations:
 
     async def known_results(self, run_id: str, calls: list[ToolCall], turn: int) -> dict[str, ToolResult | None]:
         return {}  # without operations nothing is known of a call a crash left unanswered
+
+    async def operation_state(self, operation_id: str) -> str | None:
+        return None  # (no operations)
 
     async def close_run(self, run_id: str, reason: str, error: ErrorInfo | None) -> None:
         return None  # (no operations)

@@ -439,7 +439,8 @@ async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRun
         error = await freeze_for_approval(rt, ctx, step.batch, reason=reason)
         if error is not None:
             return await _finish(rt, ctx, StopReason.FAILED, error=error, saved_already=False)
-        return await _finish(rt, ctx, StopReason.AWAITING_APPROVAL, error=awaiting_approval_error(step.batch),
+        return await _finish(rt, ctx, StopReason.AWAITING_APPROVAL, error=awaiting_approval_error(
+            step.batch, rt._extensions.kind(step.batch.kind).how_to_decide),
                              saved_already=True)
     if step.stop_reason is StopReason.SUSPENDED:
         rt._set_state(is_running=True, last_stop_reason=StopReason.SUSPENDED.value)

@@ -378,6 +378,8 @@ class ApprovalKind:
     """The ``reason`` of the ``agent.suspended`` event when a batch of this kind pauses the run."""
     resume_reason: str = "approval"
     """The ``reason`` of the ``agent.resumed`` event when the decided batch continues the run."""
+    how_to_decide: str = "decide them with runtime.controller.approve/deny"
+    """How a person decides this kind's items: the paused run's error message (``awaiting_approval``) says it."""
 
     def announce(self, batch: PendingApprovalBatch, items: tuple[PendingApprovalItem, ...]) -> None:
         """Publish this kind's own events about ``items`` (already saved)."""

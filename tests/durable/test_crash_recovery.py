@@ -153,6 +153,35 @@ async def test_an_in_doubt_call_a_person_reruns_runs_again_with_the_same_idempot
     await store.aclose()
 
 
+async def test_deciding_an_operation_that_is_not_in_doubt_is_refused_as_not_in_doubt(tmp_path):
+    """DESIGN §13's two errors: ``operation_not_in_doubt`` for an operation of the session
+    that is not (or no longer) in doubt, ``operation_not_found`` for an id it has none of;
+    and the paused run's error says how an in-doubt call is decided."""
+    await crash(tmp_path, "sqlite", "one_done_one_running")
+    store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."])
+    try:
+        assert runtime.state.last_error.code == "awaiting_approval"
+        assert "rerun, mark_done or mark_failed" in runtime.state.last_error.message
+        [item] = runtime.controller.list_in_doubt()
+        operations = await store.list_operations("s1")
+        finished = next(o for o in operations if o.kind == "model_call" and o.completed)
+        for decide in (lambda i: runtime.controller.rerun(i), lambda i: runtime.controller.mark_done(i, "ok"),
+                       lambda i: runtime.controller.mark_failed(i, "no")):
+            refused = await decide(finished.operation_id)
+            assert not refused.ok and refused.error.code == "operation_not_in_doubt"
+            assert "succeeded" in refused.error.message and "list_in_doubt" in refused.error.message
+        unknown = await runtime.controller.rerun("op_0123456789abcdef0123")
+        assert not unknown.ok and unknown.error.code == "operation_not_found"
+        assert (await runtime.controller.mark_done(item.operation_id, "slow 2 done")).ok
+        assert (await finish(runtime)).stop_reason == "completed"
+        again = await runtime.controller.mark_failed(item.operation_id, "changed my mind")
+        assert not again.ok and again.error.code == "operation_not_in_doubt"  # decided, and its run went on
+        assert counts(tmp_path) == {"fast": 1, "slow": 1}
+    finally:
+        await runtime.aclose()
+        await store.aclose()
+
+
 async def test_an_interrupted_idempotent_tool_runs_again_with_the_same_key_and_no_person(tmp_path):
     await crash(tmp_path, "sqlite", "one_done_one_running", idempotent=True)
     store, _, runtime = await restore(tmp_path, "sqlite", ["Both finished."], idempotent=True)
