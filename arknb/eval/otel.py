@@ -229,6 +229,14 @@ class _Instrumentation:
             return
         span, run.model = run.model, None
         p = event.payload
+        answered_by = p.get("model")
+        if answered_by:
+            span.set_attribute(_gen_ai.GEN_AI_RESPONSE_MODEL, str(answered_by))
+            if span.attributes.get(_gen_ai.GEN_AI_REQUEST_MODEL) is None:
+                # No model configured (a ScriptedModel, a client's default): the span is
+                # named after the model that answered, as the spec names it after the model.
+                span.set_attribute(_gen_ai.GEN_AI_REQUEST_MODEL, str(answered_by))
+                span.update_name(f"chat {answered_by}")
         usage = p.get("usage") or {}
         span.set_attribute(_gen_ai.GEN_AI_USAGE_INPUT_TOKENS, int(usage.get("input_tokens") or 0))
         span.set_attribute(_gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS, int(usage.get("output_tokens") or 0))

@@ -161,9 +161,10 @@ class ModelCall(OfRun):
 def _after_payload(ctx: RunContext, response: ModelResponse, raw_text: str, raw_reasoning: str,
                    retried: bool = False) -> dict:
     # Built frozen: the message dump is frozen (and kept for turn.completed), the rest scalars.
+    answered_by = {"model": response.model} if response.model else {}  # (the request may name no model)
     return flat_payload(turn=ctx.turn, message=jsonable(response.message), finish_reason=response.finish_reason.value,
                         usage=flat_payload(response.usage.model_dump()), raw_text=raw_text,
-                        raw_reasoning=raw_reasoning, retried=retried)
+                        raw_reasoning=raw_reasoning, retried=retried, **answered_by)
 
 
 async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> tuple[ModelResponse, str, str]:
