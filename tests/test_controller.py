@@ -167,10 +167,10 @@ async def test_controller_subscribe_publish_and_unsubscribe():
     one, every = [], []
     off_one = controller.subscribe(EventTypes.LOOP_DETECTED, one.append)
     off_all = controller.subscribe_all(every.append)
-    event = AgentEvent(EventTypes.LOOP_DETECTED, "s", "r", 1, 0.0, {"x": 1}, "r:1")
+    event = AgentEvent("r:1", EventTypes.LOOP_DETECTED, "s", "r", 1, 0.0, {"x": 1})
 
     controller.publish(event)
-    controller.publish(AgentEvent(EventTypes.TURN_COMPLETED, "s", "r", 2, 0.0, {}, "r:2"))
+    controller.publish(AgentEvent("r:2", EventTypes.TURN_COMPLETED, "s", "r", 2, 0.0, {}))
     off_one()
     off_all()
     controller.publish(event)

@@ -270,7 +270,7 @@ class DurableInvocations(ToolOperations):
                     self._staged.setdefault(operation.operation_id, operation)
             if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
                 self.lost = exc
-                self.scope.bus.publish(AgentEvent(EventTypes.RUNTIME_DETACHED, self.session_id, "", 0,
+                self.scope.bus.publish(AgentEvent("", EventTypes.RUNTIME_DETACHED, self.session_id, "", 0,
                                                   self.scope.clock(), {"reason": "lease_lost"}))
             if isinstance(exc, ArkError) and exc.code == ErrorCode.STATE_CONFLICT:
                 self._pending, self._stored = None, None

@@ -46,8 +46,8 @@ class EventBus:
     Example:
         >>> bus = EventBus()
         >>> seen = []
-        >>> unsubscribe = bus.subscribe("llm.chunk", seen.append)
-        >>> bus.publish(AgentEvent("llm.chunk", "s", "r", 1, 0.0, {"text": "hi"}))
+        >>> unsubscribe = bus.subscribe(EventTypes.LLM_CHUNK, seen.append)
+        >>> bus.publish(AgentEvent("r:1", EventTypes.LLM_CHUNK, "s", "r", 1, 0.0, {"text": "hi"}))
         >>> len(seen)
         1
     """

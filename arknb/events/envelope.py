@@ -122,13 +122,13 @@ class AgentEvent:
     per streamed chunk, and it only ever builds them from values it already trusts.
     """
 
+    event_id: str
     type: str
     session_id: str
     run_id: str
     sequence: int
     timestamp: float
     payload: Mapping[str, Any] = field(default_factory=FrozenDict)
-    event_id: str = ""
     parent_run_id: str | None = None
     parent_call_id: str | None = None
 
@@ -152,8 +152,8 @@ class AgentEvent:
         ``run_id``, unless it already has a parent (a grandchild's event keeps its own)."""
         if self.parent_run_id is not None:
             return self
-        return AgentEvent(self.type, self.session_id, self.run_id, self.sequence, self.timestamp, self.payload,
-                          self.event_id, run_id, call_id)
+        return AgentEvent(self.event_id, self.type, self.session_id, self.run_id, self.sequence, self.timestamp,
+                          self.payload, run_id, call_id)
 
     def to_json(self) -> str:
         """One line of JSON (for JSONL traces)."""
@@ -177,7 +177,7 @@ def _optional(value: Any) -> str | None:
 
 
 new_event = trusted_builder(AgentEvent)
-"""``new_event(type, session_id, run_id, sequence, timestamp, payload, event_id, parent_run_id,
+"""``new_event(event_id, type, session_id, run_id, sequence, timestamp, payload, parent_run_id,
 parent_call_id)``: an
 :class:`AgentEvent` built positionally without keyword handling, for publishers that
 already hold valid values (the runtime builds one per streamed chunk). It skips the

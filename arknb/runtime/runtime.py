@@ -408,8 +408,8 @@ class AgentRuntime(RunControl):
         rid = run_id or (ctx.run_id if ctx is not None else (self._state.current_run_id or ""))
         if not isinstance(payload, FrozenDict):
             payload = freeze_payload(payload)
-        self.bus.publish(new_event(event_type, self.session_id, rid, self._seq, self._clock(), payload,
-                                   f"{rid}:{self._seq}", None, None))
+        self.bus.publish(new_event(f"{rid}:{self._seq}", event_type, self.session_id, rid, self._seq, self._clock(),
+                                   payload, None, None))
         if redaction is not None:
             self._redactor.report(redaction)
 

@@ -220,7 +220,7 @@ class StoreConformance:
         state = await _save(store, _state("conf", "one"))
         op = Operation(operation_id="op_x", session_id="conf", run_id="r1", kind="tool_call", purpose_key="r1:c9",
                        request_event_id="req_9")
-        event = AgentEvent("tool.before", "conf", "r1", 7, 1.0, {"n": 1}, "r1:7")
+        event = AgentEvent("r1:7", "tool.before", "conf", "r1", 7, 1.0, {"n": 1})
         stale = state.model_copy(update={"revision": 0, "history": (AgentMessage.user("stale"),)})
         with pytest.raises(ArkError):
             await store.commit(Commit(session_id="conf", state=stale, operations=(op,), events=(event,)))
@@ -231,7 +231,7 @@ class StoreConformance:
 
     async def test_the_outbox_reads_back_in_sequence_order_after_a_cursor(self, make_store):
         store = self._operations(make_store())
-        events = tuple(AgentEvent("tool.after", "conf", "r1", n, float(n), {"n": n}, f"r1:{n}") for n in range(1, 8))
+        events = tuple(AgentEvent(f"r1:{n}", "tool.after", "conf", "r1", n, float(n), {"n": n}) for n in range(1, 8))
         await store.commit(Commit(session_id="conf", events=events[:4]))
         await store.commit(Commit(session_id="conf", events=events[3:]))  # a resent event is kept once
         assert [e.sequence for e in await store.read_events("conf")] == list(range(1, 8))

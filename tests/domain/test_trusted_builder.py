@@ -49,7 +49,7 @@ def test_refuses_what_is_not_a_slotted_dataclass(cls):
 
 
 def test_the_runtimes_builders_match_their_constructors():
-    assert new_event("llm.chunk", "s", "r", 3, 1.5, {"text": "hi"}, "r:3", None, None) == AgentEvent(
+    assert new_event("r:3", "llm.chunk", "s", "r", 3, 1.5, {"text": "hi"}, None, None) == AgentEvent(
         type="llm.chunk", session_id="s", run_id="r", sequence=3, timestamp=1.5,
         payload={"text": "hi"}, event_id="r:3")
     assert new_chunk_context("s", "r", None, "t", "", 4, True, 2) == ModelChunkHookContext(

@@ -142,7 +142,7 @@ async def test_a_connection_killed_mid_commit_writes_nothing_and_the_next_commit
                    request_event_id="req").advance(OperationPhase.EXECUTING, at=time.time())
     newer = first.model_copy(update={"revision": revision, "history": first.history + (AgentMessage.user("lost"),)})
     commit = asyncio.ensure_future(store.commit(Commit(session_id="s1", state=newer, operations=(op,), events=(
-        AgentEvent("tool.before", "s1", "r1", 1, 1.0, {}, "r1:1"),))))
+        AgentEvent("r1:1", "tool.before", "s1", "r1", 1, 1.0, {}),))))
     with admin() as conn:
         deadline = time.monotonic() + 30
         while not conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'arknb_victim' "

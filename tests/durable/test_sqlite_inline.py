@@ -96,7 +96,7 @@ async def test_a_commit_never_overtakes_a_call_queued_on_the_worker(tmp_path):
     reading = asyncio.ensure_future(store._call(ErrorCode.STATE_LOAD_FAILED, "a read", store._read, blocking_read))
     await worker_started.wait()
     committing = asyncio.ensure_future(store.commit(Commit(session_id="s", events=(
-        AgentEvent("custom.note", "s", "r1", 1, 0.0, {"n": 1}),))))
+        AgentEvent("r1:1", "custom.note", "s", "r1", 1, 0.0, {"n": 1}),))))
     await asyncio.sleep(0)
     assert not committing.done()  # queued behind the read, not made in line
     release.set()

@@ -15,7 +15,7 @@ from arknb.events import AgentEvent, EventBus
 
 
 def _event(n: int, kind: str = "tool.after") -> AgentEvent:
-    return AgentEvent(kind, "s", "r", n, float(n), {"n": n})
+    return AgentEvent(f"r:{n}", kind, "s", "r", n, float(n), {"n": n})
 
 
 async def test_a_stuck_async_listener_has_its_deliveries_beyond_the_bound_dropped_and_counted():

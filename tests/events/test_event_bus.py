@@ -12,7 +12,7 @@ from arknb import AgentEvent, ArkError, EventBus, EventTypes
 
 
 def event(type_: str = EventTypes.LLM_CHUNK, seq: int = 1, **payload) -> AgentEvent:
-    return AgentEvent(type_, "s1", "r1", seq, 0.0, payload, f"r1:{seq}")
+    return AgentEvent(f"r1:{seq}", type_, "s1", "r1", seq, 0.0, payload)
 
 
 # --- constants ---------------------------------------------------------------------

@@ -95,12 +95,12 @@ def _same_ids(reference: list[ark.AgentEvent], actual: list[ark.AgentEvent]) -> 
         for key in ("batch_id", "run_id", "duration_ms", "previous_run_id"):
             if key in payload:
                 payload[key] = got.payload[key]
-        out.append(ark.AgentEvent(ref.type, got.session_id, got.run_id, got.sequence, got.timestamp, payload))
+        out.append(ark.AgentEvent("", ref.type, got.session_id, got.run_id, got.sequence, got.timestamp, payload))
     return out
 
 
 def test_events_built_by_hand_are_frozen_too_and_still_round_trip():
-    event = ark.AgentEvent("x.y", "s", "r", 1, 0.0, {"a": [1, {"b": 2}]}, "r:1")
+    event = ark.AgentEvent("r:1", "x.y", "s", "r", 1, 0.0, {"a": [1, {"b": 2}]})
     assert type(event.payload) is FrozenDict and type(event.payload["a"]) is FrozenList
     with pytest.raises(TypeError, match="event payloads are read-only"):
         event.payload["a"][1]["b"] = 3
@@ -118,7 +118,7 @@ def test_the_bus_freezes_a_payload_a_publisher_left_plain():
     got: list[ark.AgentEvent] = []
     bus.subscribe("*", got.append)
     plain = {"items": [1, 2]}
-    bus.publish(new_event("x.y", "s", "r", 1, 0.0, plain, "r:1", None, None))  # the trusted builder skips freezing
+    bus.publish(new_event("r:1", "x.y", "s", "r", 1, 0.0, plain, None, None))  # the trusted builder skips freezing
     (event,) = got
     with pytest.raises(TypeError):
         event.payload["items"].append(3)
@@ -136,5 +136,5 @@ def test_a_payload_nested_too_deeply_is_published_with_the_deep_part_left_out():
     bus = ark.EventBus()
     got: list[ark.AgentEvent] = []
     bus.subscribe("*", got.append)
-    bus.publish(new_event("x.y", "s", "r", 1, 0.0, {"deep": deep}, "r:1", None, None))
+    bus.publish(new_event("r:1", "x.y", "s", "r", 1, 0.0, {"deep": deep}, None, None))
     assert len(got) == 1 and bus.listener_errors == 0

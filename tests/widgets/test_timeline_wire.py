@@ -16,8 +16,8 @@ from .timeline_trace import story
 
 
 def chunk(seq, text="x", kind="text", run="r1", index=None, ts=None):
-    return AgentEvent("llm.chunk", "s1", run, seq, ts if ts is not None else 1_733_000_000.0 + seq / 3,
-                      {"kind": kind, "text": text, "index": seq if index is None else index}, f"{run}:{seq}")
+    return AgentEvent(f"{run}:{seq}", "llm.chunk", "s1", run, seq, ts if ts is not None else 1_733_000_000.0 + seq / 3,
+                      {"kind": kind, "text": text, "index": seq if index is None else index})
 
 
 def wire_roundtrip(events):
@@ -57,8 +57,8 @@ def test_texts_and_ids_travel_as_one_utf8_buffer_unless_they_cannot():
 
 
 def test_runs_sessions_and_other_events_share_one_batch_and_odd_chunks_go_with_the_payloads():
-    other = AgentEvent("tool.before", "s1", "r1", 4, 5.0, {"call": {"id": "c1"}}, "r1:4")
-    foreign = AgentEvent("agent.started", "s2", "r9", 5, 5.5, {"input": []}, "r9:5")
+    other = AgentEvent("r1:4", "tool.before", "s1", "r1", 4, 5.0, {"call": {"id": "c1"}})
+    foreign = AgentEvent("r9:5", "agent.started", "s2", "r9", 5, 5.5, {"input": []})
     events = [chunk(1), chunk(2), chunk(3, run="r2"), other, foreign, chunk(6), chunk(8), chunk(9)]
     items, back = wire_roundtrip(events)
     (item,) = items
@@ -69,7 +69,7 @@ def test_runs_sessions_and_other_events_share_one_batch_and_odd_chunks_go_with_t
     items, back = wire_roundtrip(one_stretch)
     assert items[0]["payload"] == [{"call": {"id": "c1"}}, {"input": []}] and items[0]["chunks"]
     assert back == [e.to_dict() for e in one_stretch]
-    odd = AgentEvent("llm.chunk", "s1", "r1", 7, 8.0, {"kind": "text", "text": "x", "index": 0, "extra": 1}, "r1:7")
+    odd = AgentEvent("r1:7", "llm.chunk", "s1", "r1", 7, 8.0, {"kind": "text", "text": "x", "index": 0, "extra": 1})
     events = [chunk(1), other, odd, chunk(8)]
     items, back = wire_roundtrip(events)
     assert not items[0]["chunks"] and len(items[0]["payload"]) == 4
@@ -91,11 +91,11 @@ def test_recorded_dicts_travel_as_columns_and_other_shapes_go_whole():
 
 
 def test_read_only_payloads_are_made_plain():
-    frozen = AgentEvent("tool.after", "s1", "r1", 1, 1.0,
-                        MappingProxyType({"call": MappingProxyType({"id": "c1"}), "items": (1, 2)}), "r1:1")
+    frozen = AgentEvent("r1:1", "tool.after", "s1", "r1", 1, 1.0,
+                        MappingProxyType({"call": MappingProxyType({"id": "c1"}), "items": (1, 2)}))
     assert event_dict(frozen)["payload"] == {"call": {"id": "c1"}, "items": [1, 2]}
     json.dumps(event_dict(frozen))
-    tuple_at_top = AgentEvent("tool.after", "s1", "r1", 2, 2.0, {"items": (1, 2)}, "r1:2")
+    tuple_at_top = AgentEvent("r1:2", "tool.after", "s1", "r1", 2, 2.0, {"items": (1, 2)})
     items, back = wire_roundtrip([frozen, tuple_at_top])
     assert "batch" in items[0]
     assert [e["payload"] for e in back] == [{"call": {"id": "c1"}, "items": [1, 2]}, {"items": [1, 2]}]

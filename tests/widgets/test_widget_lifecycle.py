@@ -60,7 +60,7 @@ def test_close_releases_the_listener(make):
     assert listeners(rt.bus) == before + 1 and widget.listening
     widget.close()
     assert listeners(rt.bus) == before and not widget.listening
-    rt.bus.publish(AgentEvent("agent.started", "s", "r1", 1, 1.0, {}, "r1:1"))  # reaches nobody, raises nothing
+    rt.bus.publish(AgentEvent("r1:1", "agent.started", "s", "r1", 1, 1.0, {}))  # reaches nobody, raises nothing
     assert rt.bus.listener_errors == 0
 
 
