@@ -148,9 +148,9 @@ def _rows(events: Sequence[Mapping[str, Any]], t0: float) -> str:
     return f"<h4>Events</h4>{note}<table>{''.join(body)}</table>"
 
 
-def render(events: Sequence[Mapping[str, Any]], static_id: str, *, older: int = 0) -> str:
+def render(events: Sequence[Mapping[str, Any]], static_id: str, *, older: int = 0, in_store: bool = False) -> str:
     """The static HTML of a timeline over ``events`` (dicts); ``older`` counts events
-    the widget no longer keeps."""
+    the widget no longer keeps; ``in_store``: older events are in the session's store."""
     tree = spans(events)
     t0 = min((float(e["timestamp"]) for e in events if isinstance(e.get("timestamp"), (int, float))), default=0.0)
     all_totals = totals(events)
@@ -160,6 +160,8 @@ def render(events: Sequence[Mapping[str, Any]], static_id: str, *, older: int = 
             f"{all_totals['errors']} errors")
     if older:
         head += f' <span class="muted">({older:,} older events not kept)</span>'
+    elif in_store:
+        head += ' <span class="muted">(older events are in the store)</span>'
     if not events:
         body = f"<div>{head}</div><p class=\"muted\">No events yet.</p>"
     else:

@@ -6,7 +6,10 @@ front end learns the oldest position the kernel still has (``first``) so it can 
 "N older events" and fetch them a page at a time. Events older than the store (the
 earlier runs of a restored session, or events the store forgot) can come from an
 :class:`EventPages` source; positions of such pages are below ``first`` (they may be
-negative) and are only ever seen by the view that asked for them.
+negative) and are only ever seen by the view that asked for them. The newest such
+page, read when the widget is built, is :meth:`EventLog.prepend`-ed: it takes the
+positions just below the live events (negative ones), so no position already sent
+ever changes.
 
 The listener path is one ``list.append``: trimming to ``max_events`` happens when the
 widget flushes, so a burst between two flushes is kept whole and sent, then trimmed.
@@ -125,7 +128,7 @@ class EventLog:
             the caller already holds in memory).
     """
 
-    __slots__ = ("_events", "first", "max_events", "append")
+    __slots__ = ("_events", "first", "base", "max_events", "append")
 
     def __init__(self, max_events: int | None) -> None:
         if max_events is not None and (not isinstance(max_events, int) or isinstance(max_events, bool)
@@ -134,6 +137,8 @@ class EventLog:
         self._events: list[Any] = []
         self.first = 0
         """Position of the oldest event still kept."""
+        self.base = 0
+        """Position of the oldest event ever held (0, or below it after :meth:`prepend`)."""
         self.max_events = max_events
         self.append: Callable[[Any], None] = self._events.append
         """Add one event at position :attr:`next` (``list.append``: the hot path)."""
@@ -149,6 +154,24 @@ class EventLog:
     def extend(self, events: Sequence[Any]) -> None:
         """Append several events (recorded traces)."""
         self._events.extend(events)
+
+    def prepend(self, events: Sequence[Any]) -> None:
+        """Put events older than every kept one before them, at the positions just below
+        :attr:`first` (the earlier runs of a restored session); only before anything
+        was forgotten, or a hole would open between them and the kept events."""
+        if self.first != self.base:
+            raise invalid_argument("EventLog.prepend after events were forgotten would leave a hole")
+        self._events[:0] = events
+        self.first -= len(events)
+        self.base = self.first
+
+    def drop_last(self, event: Any) -> bool:
+        """Take back ``event`` if it is the newest one (a duplicate the listener just
+        appended); returns whether it was."""
+        if self._events and self._events[-1] is event:
+            self._events.pop()
+            return True
+        return False
 
     def slice(self, start: int, stop: int) -> list[Any]:
         """Events at positions ``[start, stop)``, clipped to what is kept."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from typing import Any, Callable
 
@@ -24,11 +25,15 @@ from ._timeline_wire import CHUNK, encode, event_dict
 
 __all__ = ["TimelineWidget"]
 
+_logger = logging.getLogger("arknb.widgets")
+
 DEFAULT_MAX_EVENTS = 10_000
 DEFAULT_PAGE_SIZE = 2_000
 DEFAULT_MAX_VIEW_EVENTS = 100_000
 _MESSAGE_EVENTS = 5_000
 """Most events per ``events`` message (one column batch of at most this many events)."""
+_HELLO_WAIT = 2.0
+"""Seconds a view's first page waits for the earlier runs before it goes without them."""
 
 
 def _positive(name: str, value: Any) -> int:
@@ -50,6 +55,10 @@ def _store_pages(runtime: Any) -> EventPages | None:
         return None
     return ForwardPages(lambda *, after_sequence, limit: read(session_id, after_sequence=after_sequence,
                                                                  limit=limit))
+
+
+def _field(event: Any, name: str) -> Any:
+    return event.get(name) if isinstance(event, dict) else getattr(event, name, None)
 
 
 def _light(event: Any) -> Any:
@@ -75,6 +84,15 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
     (at most one message per 33 ms, the end of a run at once); they travel as binary
     columns (``_timeline_wire.py``). The cell's output also carries a static
     HTML summary that is kept current, so a saved notebook reads without a kernel.
+
+    On a runtime with a page source (a restored durable session: its store's outbox,
+    DESIGN §13) the widget shows the earlier runs at once: built where an event loop
+    runs (a notebook cell), it reads the newest ``page_size`` stored events in the
+    background and puts them before the live ones (a view that opens meanwhile gets
+    its first page when they are in; an event that arrives both ways is kept once).
+    Built where no loop runs (a script), it reads them when the first view opens, or
+    when ``await timeline.load_history()`` asks. Pages older than that one still come
+    on demand.
 
     Args:
         source: an ``AgentRuntime`` (live) or an iterable of ``AgentEvent``/dicts
@@ -131,6 +149,18 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
         self._streaming = False
         self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
         self._pages = pages
+        self._history: asyncio.Future | None = None
+        """The read of the newest page of ``pages`` (the earlier runs), once started."""
+        self._history_ids: frozenset[str] = frozenset()
+        """Ids of the events that read added (one arriving live too is dropped)."""
+        self._origin: int | None = None
+        """Position of the session's first event, once the kernel holds it (nothing older exists)."""
+        self._more_stored = False
+        """True when that read found more events than one page (the static summary says so)."""
+        self._fed = False
+        """True once any ``events`` message went out (a view may hold a window without the history)."""
+        self._history_error: str | None = None
+        """What the history read failed with (each view is told)."""
         if live:
             self._log = EventLog(max_events)
             # The hot path: every event is one list append (no reference to the widget, so
@@ -142,18 +172,49 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
         self._sent = self._log.next
         self._twin = StaticTwin(self, self.to_html, enabled=static_html, clock=clock, call_later=call_later)
         self.on_msg(self._on_msg)
+        if live:
+            self._start_history()  # no loop here: the first view's hello or load_history() starts it
 
     # -- reading --------------------------------------------------------------------
 
     @property
     def events(self) -> list[dict[str, Any]]:
-        """The events the kernel keeps (the newest ``max_events``), as JSON-ready dicts."""
+        """The events the kernel keeps (the newest ``max_events``; on a restored runtime
+        the earlier runs' events from the store come first), as JSON-ready dicts."""
         return [event_dict(e) for e in self._log.kept()]
 
     @property
     def forgotten(self) -> int:
         """How many events arrived but are no longer kept (``max_events`` was reached)."""
-        return self._log.first
+        return self._log.first - self._log.base
+
+    async def load_history(self) -> int:
+        """Read the newest ``page_size`` (at most ``max_events``) events of the page
+        source, the earlier runs of a restored session, into the widget; once per
+        widget. Built where a loop runs, the widget has started this already: awaiting
+        it says when :attr:`events`, :meth:`rows` and :meth:`to_html` show them.
+
+        Returns:
+            How many events it added (0 without a page source, on a read-only trace,
+            or when the widget was closed first); the same number on every call.
+
+        Raises:
+            Whatever the page source raised (the views show it too).
+
+        Example:
+            >>> timeline = TimelineWidget(await AgentRuntime.restore("s", storage=store))  # doctest: +SKIP
+            >>> await timeline.load_history()                                            # doctest: +SKIP
+            8
+        """
+        history = self._start_history()
+        if history is None:
+            return 0
+        try:
+            return await asyncio.shield(history)
+        except asyncio.CancelledError:
+            if history.cancelled():  # the widget was closed
+                return 0
+            raise
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per kept event (index, sequence, type, run_id, relative t, summary, status)."""
@@ -175,7 +236,8 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
         """A static HTML summary of the timeline (totals per run, nested spans with
         durations, hook decisions, the latest rows), every value escaped; what the
         notebook shows where no kernel runs."""
-        return _render_html([_light(e) for e in self._log.kept()], self.static_id, older=self.forgotten)
+        return _render_html([_light(e) for e in self._log.kept()], self.static_id, older=self.forgotten,
+                            in_store=self._more_stored and not self.forgotten)
 
     def _ipython_display_(self) -> None:
         self._twin.display()
@@ -192,6 +254,8 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
         """A non-chunk event was appended: the end of a run goes out at once; anything else
         within one interval, so the events of a busy stretch share one message (each
         message has a fixed cost, in the kernel and in the browser)."""
+        if self._history_ids and event.event_id in self._history_ids and self._log.drop_last(event):
+            return  # read from the store already (committed before it was announced)
         etype = event.type
         if etype in RUN_END:
             self._streaming = False
@@ -226,7 +290,9 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
                 self._send_events(start, [], first, reset=True, to=to)
             return
         for offset in range(0, len(events), _MESSAGE_EVENTS):
-            flags = {"reset": True} if reset and offset == 0 else {}
+            flags: dict[str, Any] = {"reset": True} if reset and offset == 0 else {}
+            if flags and self._pages is not None and start == self._log.first and self._at_origin():
+                flags["exhausted"] = True  # the view holds the session from its first event
             self._send_events(start + offset, events[offset:offset + _MESSAGE_EVENTS], first, to=to, **flags)
 
     def _send_older(self, start: int, events: list[Any], *, exhausted: bool, to: str | None) -> None:
@@ -238,6 +304,7 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
             self._send_events(start + offset, events[offset:offset + _MESSAGE_EVENTS], first, older=True, to=to, **flags)
 
     def _send_events(self, start: int, events: list[Any], first: int, *, to: str | None = None, **flags: Any) -> None:
+        self._fed = True
         items, buffers = encode(events)
         message = {"type": Msg.EVENTS, "start": start, "first": first, "events": items, **flags}
         if to is not None:
@@ -259,6 +326,28 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
                 self._older(before, _int(content.get("before_sequence")), _int(content.get("limit")), token)
 
     def _hello(self, have: int | None, token: str | None) -> None:
+        history = self._start_history()
+        if history is not None and not history.done():
+            # The view's first page includes the earlier runs: answer once they are in, or
+            # after _HELLO_WAIT seconds of a slow store (the page then follows as a reset).
+            answered = False
+
+            def answer(*_: Any) -> None:
+                nonlocal answered
+                if answered or history.cancelled():
+                    return
+                answered = True
+                if history.done():
+                    self._hello(have, token)  # the same path as a hello after the read
+                else:
+                    self._answer_hello(have, token)
+
+            history.add_done_callback(answer)
+            asyncio.get_running_loop().call_later(_HELLO_WAIT, answer)
+            return
+        self._answer_hello(have, token)
+
+    def _answer_hello(self, have: int | None, token: str | None) -> None:
         if self._sent < self._log.next:
             self._coalescer.flush_now()  # what is pending goes to every view first, in order
         first, end = self._log.first, self._log.next
@@ -266,6 +355,8 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
             self._send_range(have, end, to=token)  # the view missed messages: fill the gap
         else:
             self._send_range(max(first, end - self.page_size), end, reset=True, to=token)
+            if self._history_error is not None:  # after the reset, which clears a view's error
+                self._send_events(first, [], self._first_after_trim(), error=self._history_error, to=token)
 
     def _older(self, before: int, before_sequence: int | None, limit: int | None, token: str | None) -> None:
         limit = min(limit if limit is not None and limit > 0 else self.page_size, 50 * self.page_size)
@@ -273,8 +364,8 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
         if before > first:
             start = max(first, before - limit)
             self._send_older(start, self._log.slice(start, before),
-                             exhausted=start == first and self._pages is None, to=token)
-        elif self._pages is None:
+                             exhausted=start == first and (self._pages is None or self._at_origin()), to=token)
+        elif self._pages is None or self._at_origin():
             self._send_older(before, [], exhausted=True, to=token)
         else:
             spawn(self._older_from_pages(before, before_sequence, limit, token), self._tasks,
@@ -284,6 +375,68 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
                                 token: str | None) -> None:
         page = sorted(await self._pages.read_before(before_sequence, limit), key=event_sequence)
         self._send_older(before - len(page), page, exhausted=len(page) < limit, to=token)
+
+    # -- the earlier runs (the newest page of the page source) --------------------------
+
+    def _at_origin(self) -> bool:
+        """True while the kernel keeps the session from its first event (and will after
+        the next trim): nothing older exists anywhere."""
+        return self._origin is not None and self._first_after_trim() <= self._origin
+
+    def _start_history(self) -> asyncio.Future | None:
+        """The history read, started on the running loop the first time (None without a
+        page source, on a read-only trace, or where no loop runs yet)."""
+        if self._history is None and self._pages is not None and not self.read_only:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return None
+            self._history = task = asyncio.ensure_future(self._read_history())
+            self._tasks.add(task)
+            task.add_done_callback(self._history_done)
+        return self._history
+
+    async def _read_history(self) -> int:
+        limit = min(self.page_size, self._log.max_events or self.page_size)
+        page = sorted(await self._pages.read_before(None, limit), key=event_sequence)
+        return self._add_history(page, complete=len(page) < limit)
+
+    def _add_history(self, page: list[Any], *, complete: bool) -> int:
+        """Put the stored ``page`` before the live events, leaving out what came live."""
+        log = self._log
+        if log.first != log.base:
+            return 0  # live events were forgotten already: older pages stay on demand
+        live = log.kept()
+        # Persist before announce (DESIGN §13): an event read from the store may have come
+        # live already (left out here, by id) or come live later (dropped in _on_structure).
+        # Only events older than the session's oldest live one go first, so order holds.
+        seen = {_field(e, "event_id") for e in live}
+        oldest = min((event_sequence(e) for e in live if _field(e, "session_id") == self.session_id), default=None)
+        earlier = [e for e in page if _field(e, "event_id") not in seen
+                   and (oldest is None or event_sequence(e) < oldest)]
+        log.prepend(earlier)
+        self._history_ids = frozenset(_field(e, "event_id") for e in earlier)
+        if complete:
+            self._origin = log.first
+        self._more_stored = not complete
+        if self._fed:
+            # A view may hold live events without the history: give every view the newest page.
+            if self._sent < log.next:
+                self._coalescer.flush_now()
+            self._send_range(max(log.first, log.next - self.page_size), log.next, reset=True)
+        self._twin.changed(settled=True)
+        return len(earlier)
+
+    def _history_done(self, task: asyncio.Future) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            _logger.debug("reading the earlier events failed", exc_info=exc)
+            self._history_error = f"could not read earlier events: {type(exc).__name__}: {exc}"
+            if self._fed:
+                self._send_events(self._log.first, [], self._first_after_trim(), error=self._history_error)
 
     def _older_failed(self, before: int, token: str | None) -> Callable[[BaseException], None]:
         def report(exc: BaseException) -> None:

@@ -1,5 +1,6 @@
-"""TimelineWidget(runtime) on a restored durable runtime shows the earlier runs: its older
-pages come from the store's outbox (store.read_events), also runs of a killed process."""
+"""TimelineWidget(runtime) on a restored durable runtime shows the earlier runs (DESIGN
+§13): the newest page of the store's outbox (store.read_events) is in the widget at once,
+older pages come on demand, and the next run's live events join them without duplicates."""
 
 from __future__ import annotations
 
@@ -10,25 +11,107 @@ from arknb.widgets import TimelineWidget
 from arknb.widgets._timeline_wire import decode
 from tests.widgets.conftest import BufferedFrontend
 
+QUIET = {"interval": 0, "call_later": lambda delay, callback: None}
 
-async def test_a_restored_runtimes_timeline_pages_in_the_earlier_runs_from_the_outbox(tmp_path):
-    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+
+async def _two_runs(store):
     first = ark.AgentRuntime(ark.ScriptedModel(["one", "two"]), storage=store, session_id="tl")
     runs = [(await first.run("first")).run_id, (await first.run("second")).run_id]
     await first.aclose()
+    return runs
+
+
+def _no_duplicates_in_order(events):
+    ids = [e["event_id"] for e in events]
+    sequences = [e["sequence"] for e in events if e["session_id"] == "tl"]
+    assert len(ids) == len(set(ids)), "an event is shown twice"
+    assert sequences == sorted(sequences) and len(sequences) == len(set(sequences))
+
+
+async def test_a_restored_runtimes_timeline_shows_the_earlier_runs_at_once(tmp_path):
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    runs = await _two_runs(store)
+    stored = await store.read_events("tl")
+
+    restored = await ark.AgentRuntime.restore("tl", storage=store, model=ark.ScriptedModel(["three"]))
+    timeline = TimelineWidget(restored, **QUIET)  # built in a running loop, as in a notebook cell
+    front = BufferedFrontend(timeline)
+    assert await timeline.load_history() == len(stored)  # the read the constructor started
+    assert [e["event_id"] for e in timeline.events] == [e.event_id for e in stored]
+    assert [r["type"] for r in timeline.rows()].count("agent.success") == 2
+    html = timeline.to_html()
+    assert all(run in html for run in runs) and "2 runs" in html and "older events" not in html
+
+    # A view that opens gets them in its first page, and is told nothing older exists.
+    timeline._on_msg(timeline, {"type": "hello", "have": None, "token": "v1"})
+    (hello,) = front.of_type("events")
+    assert hello["reset"] and hello["exhausted"] and hello["start"] == -len(stored)
+    assert [e["event_id"] for e in decode(hello["events"], hello["_buffers"])] == [e.event_id for e in stored]
+
+    # The next run streams live after them: each event once, in order.
+    third = (await restored.run("third")).run_id
+    timeline._flush()
+    shown = front.received()
+    _no_duplicates_in_order(shown)
+    _no_duplicates_in_order(timeline.events)
+    assert [e["run_id"] for e in timeline.events if e["type"] == "agent.success"] == [*runs, third]
+    # The widget and the outbox agree (the restore's state.loaded was published before the
+    # widget listened and reached the outbox only with the third run's first commit).
+    outbox = [e.event_id for e in await store.read_events("tl") if e.type != "state.loaded"]
+    assert [e["event_id"] for e in timeline.events if e["type"] != "llm.chunk"] == outbox
+    timeline.close()
+    await restored.aclose()
+    await store.aclose()
+
+
+async def test_a_run_started_before_the_stored_page_is_read_is_shown_once_after_it(tmp_path):
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    runs = await _two_runs(store)
+    restored = await ark.AgentRuntime.restore("tl", storage=store, model=ark.ScriptedModel(["three"]))
+    timeline = TimelineWidget(restored, **QUIET)
+    front = BufferedFrontend(timeline)
+    timeline._on_msg(timeline, {"type": "hello", "have": None, "token": "v1"})  # answered once the page is in
+    third = (await restored.start("third")).run_id  # its events race the read of the stored page
+    await timeline.load_history()
+    _no_duplicates_in_order(timeline.events)
+    assert [e["run_id"] for e in timeline.events if e["type"] == "agent.success"] == [*runs, third]
+    timeline._flush()
+    resets = [m for m in front.of_type("events") if m.get("reset")]
+    assert resets  # every view was given the page with the earlier runs
+    last = resets[-1]
+    window = decode(last["events"], last["_buffers"]) + [
+        e for m in front.of_type("events")[front.messages.index(last) + 1:] for e in decode(m["events"], m["_buffers"])]
+    _no_duplicates_in_order(window)
+    assert [e["event_id"] for e in window] == [e["event_id"] for e in timeline.events]
+    timeline.close()
+    await restored.aclose()
+    await store.aclose()
+
+
+async def test_pages_older_than_the_first_one_come_from_the_outbox_on_demand(tmp_path):
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    runs = await _two_runs(store)
+    stored = await store.read_events("tl")
 
     restored = await ark.AgentRuntime.restore("tl", storage=store, model=ark.ScriptedModel([]))
-    timeline = TimelineWidget(restored, interval=0, call_later=lambda delay, callback: None)
+    timeline = TimelineWidget(restored, page_size=5, **QUIET)
     front = BufferedFrontend(timeline)
     assert timeline.paged  # the store keeps an event outbox
-    timeline._on_msg(timeline, {"type": "older", "before": 0, "limit": 100, "token": "v1"})
+    assert await timeline.load_history() == 5  # only the newest page is read at once
+    assert [e["event_id"] for e in timeline.events] == [e.event_id for e in stored[-5:]]
+    assert "older events are in the store" in timeline.to_html()
+    timeline._on_msg(timeline, {"type": "hello", "have": None, "token": "v1"})
+    (hello,) = front.of_type("events")
+    assert not hello.get("exhausted")  # the view offers to load older events
+    timeline._on_msg(timeline, {"type": "older", "before": -5, "before_sequence": stored[-5].sequence,
+                                "limit": 100, "token": "v1"})
     await asyncio.wait_for(asyncio.gather(*list(timeline._tasks)), 10)
     [page] = [m for m in front.of_type("events") if m.get("older")]
     events = decode(page["events"], page["_buffers"])  # the wire's column batch, as event dicts
     types = [e["type"] for e in events]
-    run_ids = {e["run_id"] for e in events}
-    assert set(runs) <= run_ids and types.count("agent.success") == 2 and "llm.chunk" not in types
-    assert page["exhausted"] is True  # the whole session fits in one page
+    assert [e["event_id"] for e in events] == [e.event_id for e in stored[:-5]] and page["start"] == -len(stored)
+    assert set(runs) == {e["run_id"] for e in events} and "llm.chunk" not in types
+    assert page["exhausted"] is True  # the rest of the session fits in one page
     timeline.close()
     await restored.aclose()
     await store.aclose()

@@ -234,17 +234,99 @@ class OutboxStore:
 
 async def test_older_pages_beyond_memory_come_from_the_runtimes_store(runtime, timers):
     earlier = story()
+    stored = [e for e in earlier if e["type"] != "llm.chunk"]
     runtime.storage = OutboxStore(earlier)
-    tl = TimelineWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    tl = TimelineWidget(runtime, page_size=5, clock=timers.clock, call_later=timers.call_later)
     assert tl.paged is True
+    assert await tl.load_history() == 5 and tl.events == stored[-5:]  # the newest page, at once
     front = BufferedFrontend(tl)
-    tl._on_msg(tl, {"type": "older", "before": 0, "before_sequence": 30, "limit": 5, "token": "v"})
+    tl._on_msg(tl, {"type": "older", "before": -5, "before_sequence": stored[-5]["sequence"], "limit": 5,
+                    "token": "v"})
     await asyncio.gather(*tl._tasks)
     (msg,) = front.of_type("events")
     got = decode(msg["events"], msg["_buffers"])
-    want = [e for e in earlier if e["type"] != "llm.chunk" and e["sequence"] < 30][-5:]
-    assert got == want and msg["start"] == -5 and msg["older"] and not msg["exhausted"]
+    assert got == stored[-10:-5] and msg["start"] == -10 and msg["older"] and not msg["exhausted"]
     assert all(r[0] == "s" for r in runtime.storage.reads)
+
+
+async def test_the_newest_stored_page_comes_first_and_a_live_copy_of_it_is_dropped(runtime, timers, ev):
+    """DESIGN §13: TimelineWidget(runtime) on a restored runtime shows the earlier runs;
+    persist-before-announce means an event may be read from the store and then arrive live."""
+
+    class Store:
+        def __init__(self, events):
+            self.events = events
+
+        async def read_events(self, session_id, after_sequence=None, limit=None):
+            out = [e for e in self.events if after_sequence is None or e.sequence > after_sequence]
+            return out[:limit] if limit is not None else out
+
+    earlier = [e for e in a_run(ev) if e.type != "llm.chunk"]
+    runtime.storage = Store(earlier)
+    tl = TimelineWidget(runtime, clock=timers.clock, call_later=timers.call_later)
+    front = BufferedFrontend(tl)
+    assert tl.events == []  # read in the background: a sync caller sees it after its cell
+    tl._on_msg(tl, {"type": "hello", "have": None, "token": "v"})
+    assert front.of_type("events") == []  # the view's first page waits for the earlier runs
+    assert await tl.load_history() == len(earlier)
+    (msg,) = front.of_type("events")
+    assert msg["reset"] and msg["exhausted"] and msg["start"] == -len(earlier) and msg["to"] == "v"
+    assert [e["sequence"] for e in decode(msg["events"], msg["_buffers"])] == [e.sequence for e in earlier]
+    assert len(tl.rows()) == len(earlier) and "agent.success" in tl.to_html()
+    runtime.bus.publish(earlier[-1])  # announced after its commit was read: already shown
+    runtime.bus.publish(nxt := ev("agent.started", run_id="r2"))
+    timers.advance(0.1)
+    assert [e["event_id"] for e in tl.events] == [e.event_id for e in earlier] + [nxt.event_id]
+    assert [e["event_id"] for e in front.received()] == [e.event_id for e in earlier] + [nxt.event_id]
+    assert await tl.load_history() == len(earlier)  # once per widget
+    tl.close()
+
+
+def test_without_a_running_loop_the_earlier_runs_come_with_the_first_view_or_load_history(runtime, timers):
+    earlier = story()
+    stored = [e for e in earlier if e["type"] != "llm.chunk"]
+    runtime.storage = OutboxStore(earlier)
+    tl = TimelineWidget(runtime, clock=timers.clock, call_later=timers.call_later)  # a script: no loop
+    front = BufferedFrontend(tl)
+    assert tl.events == [] and runtime.storage.reads == []
+    tl._on_msg(tl, {"type": "hello", "have": None, "token": "v"})  # no loop either: answered as it is
+    (empty,) = front.of_type("events")
+    assert empty["reset"] and not empty.get("exhausted")  # the view offers the store's older events
+
+    async def later():
+        tl._on_msg(tl, {"type": "hello", "have": None, "token": "v2"})  # a view on the kernel's loop starts it
+        return await tl.load_history()
+
+    assert asyncio.run(later()) == len(stored) and tl.events == stored
+    broadcast, answer = front.of_type("events")[1:]
+    assert broadcast["reset"] and "to" not in broadcast and broadcast["exhausted"]  # the view already fed
+    assert answer["to"] == "v2" and decode(answer["events"], answer["_buffers"]) == stored
+    tl.close()
+
+
+async def test_a_slow_store_does_not_keep_a_view_waiting_for_its_first_page(runtime, timers, monkeypatch):
+    from arknb.widgets import timeline as timeline_module
+
+    monkeypatch.setattr(timeline_module, "_HELLO_WAIT", 0.01)
+    release = asyncio.Event()
+    stored = [e for e in story() if e["type"] != "llm.chunk"]
+
+    class Slow:
+        async def read_before(self, before_sequence, limit):
+            await release.wait()
+            return stored[-limit:]
+
+    tl = TimelineWidget(runtime, pages=Slow(), clock=timers.clock, call_later=timers.call_later)
+    front = BufferedFrontend(tl)
+    tl._on_msg(tl, {"type": "hello", "have": None, "token": "v"})
+    await asyncio.sleep(0.05)
+    (first,) = front.of_type("events")  # answered without the earlier runs
+    assert first["reset"] and first["to"] == "v" and first["events"] == [] and not first.get("exhausted")
+    release.set()
+    assert await tl.load_history() == len(stored)
+    _, page = front.of_type("events")  # then every view gets them
+    assert page["reset"] and "to" not in page and decode(page["events"], page["_buffers"]) == stored
+    tl.close()
 
 
 async def test_a_failing_page_source_answers_with_the_error(runtime, timers):
@@ -254,6 +336,12 @@ async def test_a_failing_page_source_answers_with_the_error(runtime, timers):
 
     tl = TimelineWidget(runtime, pages=Broken(), clock=timers.clock, call_later=timers.call_later)
     front = BufferedFrontend(tl)
+    with pytest.raises(OSError, match="disk gone"):
+        await tl.load_history()
+    tl._on_msg(tl, {"type": "hello", "have": None, "token": "v"})
+    reset, told = front.of_type("events")
+    assert reset["reset"] and told["error"] == "could not read earlier events: OSError: disk gone"
+    front.messages.clear()
     tl._on_msg(tl, {"type": "older", "before": 0, "limit": 5, "token": "v"})
     await asyncio.gather(*tl._tasks, return_exceptions=True)
     (msg,) = front.of_type("events")
