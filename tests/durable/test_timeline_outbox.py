@@ -21,6 +21,12 @@ async def _two_runs(store):
     return runs
 
 
+async def _close(timeline, restored, store):
+    timeline.close()
+    await restored.aclose()
+    await store.aclose()
+
+
 def _no_duplicates_in_order(events):
     ids = [e["event_id"] for e in events]
     sequences = [e["sequence"] for e in events if e["session_id"] == "tl"]
@@ -59,9 +65,7 @@ async def test_a_restored_runtimes_timeline_shows_the_earlier_runs_at_once(tmp_p
     # widget listened and reached the outbox only with the third run's first commit).
     outbox = [e.event_id for e in await store.read_events("tl") if e.type != "state.loaded"]
     assert [e["event_id"] for e in timeline.events if e["type"] != "llm.chunk"] == outbox
-    timeline.close()
-    await restored.aclose()
-    await store.aclose()
+    await _close(timeline, restored, store)
 
 
 async def test_a_run_started_before_the_stored_page_is_read_is_shown_once_after_it(tmp_path):
@@ -83,9 +87,7 @@ async def test_a_run_started_before_the_stored_page_is_read_is_shown_once_after_
         e for m in front.of_type("events")[front.messages.index(last) + 1:] for e in decode(m["events"], m["_buffers"])]
     _no_duplicates_in_order(window)
     assert [e["event_id"] for e in window] == [e["event_id"] for e in timeline.events]
-    timeline.close()
-    await restored.aclose()
-    await store.aclose()
+    await _close(timeline, restored, store)
 
 
 async def test_pages_older_than_the_first_one_come_from_the_outbox_on_demand(tmp_path):
@@ -112,9 +114,7 @@ async def test_pages_older_than_the_first_one_come_from_the_outbox_on_demand(tmp
     assert [e["event_id"] for e in events] == [e.event_id for e in stored[:-5]] and page["start"] == -len(stored)
     assert set(runs) == {e["run_id"] for e in events} and "llm.chunk" not in types
     assert page["exhausted"] is True  # the rest of the session fits in one page
-    timeline.close()
-    await restored.aclose()
-    await store.aclose()
+    await _close(timeline, restored, store)
 
 
 async def test_a_decision_that_leaves_its_batch_waiting_is_in_the_outbox_at_once(tmp_path):
