@@ -441,6 +441,13 @@ class _SubAgentKind(ApprovalKind):
             return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
                             f"the run was suspended while its sub-agent ({agents}) worked: continue it with "
                             "await runtime.resume() (or stop it with runtime.cancel()) before sending new input")
+        nested = [n for item in batch.items if item.is_pending() for n in (self.expand(item) or ())]
+        if any(n.kind == "in_doubt" for n in nested):
+            return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
+                            "a sub-agent waits for a person: a crash left its tool calls in doubt (and maybe "
+                            "approvals); runtime.controller.list_in_doubt() lists them as '<agent>/<operation id>': "
+                            "rerun / mark_done / mark_failed each, and decide the approvals "
+                            "(list_pending_approvals()), or runtime.cancel() to end the run; then send the input")
         return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT,
                         "a sub-agent waits for approvals: decide them (runtime.controller.list_pending_approvals() "
                         "lists them as '<agent>/<approval id>') before sending new input")

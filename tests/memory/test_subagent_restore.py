@@ -121,6 +121,10 @@ async def test_a_childs_call_left_in_doubt_by_a_crash_is_decided_at_the_parent(t
         assert parent.current_run is None and parent.state.last_stop_reason == "awaiting_approval"
         [item] = parent.state.pending_approval.items
         assert item.kind == "subagent" and item.tool_call.id == "d1"  # the delegation waits, not in doubt itself
+        for refused in (parent.run("Next."), parent.resume()):  # each is told how to decide, not to approve
+            with pytest.raises(ark.ArkError, match=r"list_in_doubt\(\).*rerun / mark_done / mark_failed") as error:
+                await refused
+            assert error.value.code == ark.ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT
         [doubt] = parent.controller.list_in_doubt()
         assert doubt.operation_id.startswith("uploader/") and doubt.tool_call.name == "upload"
         decided = await parent.controller.mark_done(doubt.operation_id, "uploaded report.pdf")
