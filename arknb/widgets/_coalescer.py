@@ -60,7 +60,7 @@ class Coalescer:
     """
 
     __slots__ = ("_flush", "interval", "_clock", "_call_later", "_timer", "_due", "_last", "_dirty",
-                 "flushes")
+                 "_flushing", "flushes")
 
     def __init__(self, flush: Callable[[], None], *, interval: float = DEFAULT_INTERVAL,
                  clock: Callable[[], float] | None = None,
@@ -73,6 +73,7 @@ class Coalescer:
         self._due = 0.0
         self._last = float("-inf")
         self._dirty = False
+        self._flushing = False
         self.flushes = 0
         """How many flushes ran (for tests and benchmarks)."""
 
@@ -103,7 +104,11 @@ class Coalescer:
         self._dirty = False
         self._last = self._clock()
         self.flushes += 1
-        self._flush()
+        self._flushing = True
+        try:
+            self._flush()
+        finally:
+            self._flushing = False
 
     def close(self) -> None:
         """Cancel any scheduled flush; pending data is left to the caller."""
@@ -112,8 +117,10 @@ class Coalescer:
     def _schedule(self, now: float, wait: float) -> None:
         handle = self._call_later(wait, self._on_timer)
         if handle is None:
-            # No running loop: flush on the leading edge of the interval instead.
-            if now - self._last >= self.interval:
+            # No running loop: flush on the leading edge of the interval instead. A
+            # delta the flush itself asks for (the next tick of a stream) waits for
+            # the next call: flushing inside the flush would recurse without end.
+            if now - self._last >= self.interval and not self._flushing:
                 self.flush_now()
             return
         self._timer = handle

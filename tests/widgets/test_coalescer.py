@@ -59,3 +59,21 @@ def test_without_a_loop_deltas_flush_on_the_leading_edge():
         now[0] = i * 0.001
         c.delta()
     assert len(flushes) == 4  # 0.000, 0.033, 0.066, 0.099
+
+
+def test_without_a_loop_a_delta_asked_for_by_the_flush_waits_for_the_next_call():
+    """A timeline flushing while a model streams asks for the next tick from inside its
+    flush; with no loop and interval 0 that flushed again inside the flush, recursing
+    until Python's limit (a RecursionError swallowed by the event bus, or raised from a
+    finalizer)."""
+    flushes = []
+
+    def flush():
+        flushes.append(1)
+        c.delta()  # the next tick of the stream
+
+    c = Coalescer(flush, interval=0, call_later=lambda d, cb: None)
+    c.delta()
+    assert flushes == [1]
+    c.delta()  # the next event flushes what is pending
+    assert flushes == [1, 1]
