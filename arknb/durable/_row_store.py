@@ -187,6 +187,14 @@ class RowStore:
                                  self._read, _sql.read_events, session_id, after_sequence, limit)
         return found or []
 
+    async def read_events_before(self, session_id: str, before_sequence: int | None = None, *,
+                                 limit: int) -> list[AgentEvent]:
+        """The newest ``limit`` outbox events below ``before_sequence`` (of all, when None),
+        oldest first: a timeline's page of older events, read backwards."""
+        found = await self._call(ErrorCode.STATE_LOAD_FAILED, f"could not read the events of {session_id!r}",
+                                 self._read, _sql.read_events_before, session_id, before_sequence, limit)
+        return found or []
+
     async def acquire_lease(self, session_id: str, owner: str, *, ttl: float = DEFAULT_LEASE_TTL,
                             takeover: bool = False) -> Lease:
         """Take the session's lease (see :meth:`OperationStore.acquire_lease`)."""

@@ -32,7 +32,7 @@ from .store import Commit, Lease, lease_lost, owner_is_dead, session_locked, sta
 
 __all__ = ["Dialect", "Written", "acquire_lease", "append_events", "check_lease", "delete_session",
            "find_operation", "get_operation", "list_operations", "list_sessions", "load_state", "mark_session",
-           "read_events", "release_lease", "renew_lease", "save_state", "write_commit", "write_operations"]
+           "read_events", "read_events_before", "release_lease", "renew_lease", "save_state", "write_commit", "write_operations"]
 
 _TABLES = {"history": "messages", "usages": "usages"}
 SEQUENCES = tuple((field, _TABLES[field]) for field in APPEND_ONLY_FIELDS)
@@ -344,6 +344,18 @@ def read_events(conn: Any, d: Dialect, session_id: str, after: int | None, limit
         sql += " LIMIT ?"
         params += (max(0, limit),)
     return [event_from_json(body) for (body,) in conn.execute(d.q(sql), params).fetchall()]
+
+
+def read_events_before(conn: Any, d: Dialect, session_id: str, before: int | None, limit: int) -> list[AgentEvent]:
+    """The newest ``limit`` events below ``before`` (all when None), oldest first: read
+    backwards along the primary key, so a page costs the same at any session length."""
+    if before is None:
+        sql, params = "SELECT body FROM outbox WHERE session_id = ? ORDER BY sequence DESC LIMIT ?", (session_id,)
+    else:
+        sql, params = ("SELECT body FROM outbox WHERE session_id = ? AND sequence < ? ORDER BY sequence DESC LIMIT ?",
+                       (session_id, before))
+    rows = conn.execute(d.q(sql), (*params, max(0, limit))).fetchall()
+    return [event_from_json(body) for (body,) in reversed(rows)]
 
 
 # -- one commit -------------------------------------------------------------------------------

@@ -149,6 +149,13 @@ class MemoryStore:
             rows = rows[:max(0, limit)]
         return [event_from_json(body) for body in rows]
 
+    async def read_events_before(self, session_id: str, before_sequence: int | None = None, *,
+                                 limit: int) -> list[AgentEvent]:
+        """The newest ``limit`` outbox events below ``before_sequence`` (of all, when None), oldest first."""
+        rows = [body for sequence, body in self._events.get(session_id, [])
+                if before_sequence is None or sequence < before_sequence]
+        return [event_from_json(body) for body in rows[len(rows) - max(0, limit):]] if limit > 0 else []
+
     async def acquire_lease(self, session_id: str, owner: str, *, ttl: float = DEFAULT_LEASE_TTL,
                             takeover: bool = False) -> Lease:
         """Take the lease (see :meth:`OperationStore.acquire_lease`)."""

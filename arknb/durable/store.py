@@ -106,7 +106,13 @@ class OperationStore(Protocol):
 
     async def read_events(self, session_id: str, after_sequence: int | None = None,
                           limit: int | None = None) -> list[AgentEvent]:
-        """The session's outbox events in sequence order, after ``after_sequence``, at most ``limit``."""
+        """The session's outbox events in sequence order, after ``after_sequence``, at most ``limit``.
+
+        A store may also offer ``read_events_before(session_id, before_sequence=None, *,
+        limit)``: the newest ``limit`` events below ``before_sequence``, oldest first
+        (arknb's stores do). ``TimelineWidget(runtime)`` then reads a page of a long
+        session at the cost of that page; without it, it reads forward to find the page.
+        """
         ...
 
     async def acquire_lease(self, session_id: str, owner: str, *, ttl: float = DEFAULT_LEASE_TTL,

@@ -23,7 +23,8 @@ Every store is checked for: save and load with revisions, a stale save refused w
 ``state_conflict``, append-only saves that load whole, not-resumable marks, delete and
 list, persist-before-announce, idempotent approval decisions, the terminal save of a
 cancelled run. A store that is also an ``OperationStore`` is checked for operation
-phases, purpose-key lookups, the outbox and leases. ``newer_layout(make_store)``,
+phases, purpose-key lookups, the outbox (read backwards too, when the store offers
+``read_events_before``) and leases. ``newer_layout(make_store)``,
 when a subclass overrides it, must leave the data in a layout from a newer arknb: it
 is then refused with ``store_version_unsupported`` (or ``state_version_unsupported``)
 and left untouched.
@@ -237,6 +238,22 @@ class StoreConformance:
         assert [e.sequence for e in await store.read_events("conf")] == list(range(1, 8))
         assert [e.sequence for e in await store.read_events("conf", after_sequence=3, limit=2)] == [4, 5]
         assert (await store.read_events("conf", after_sequence=6))[0].payload == {"n": 7}
+
+    async def test_an_outbox_read_backwards_gives_the_newest_page_below_a_cursor(self, make_store):
+        store = self._operations(make_store())
+        if not callable(getattr(store, "read_events_before", None)):
+            pytest.skip(f"{type(store).__name__} reads its outbox forward only (timelines walk it)")
+        events = tuple(AgentEvent(f"r1:{n}", "tool.after", "conf", "r1", n, float(n), {"n": n}) for n in (2, 3, 5, 8))
+        await store.commit(Commit(session_id="conf", events=events))
+        await store.commit(Commit(session_id="other", events=(AgentEvent("x:9", "tool.after", "other", "x", 9, 9.0, {}),)))
+        newest = await store.read_events_before("conf", limit=2)
+        assert [e.sequence for e in newest] == [5, 8] and newest[-1].payload == {"n": 8}  # oldest first
+        assert [e.sequence for e in await store.read_events_before("conf", 5, limit=10)] == [2, 3]
+        assert [e.sequence for e in await store.read_events_before("conf", 8, limit=2)] == [3, 5]
+        assert await store.read_events_before("conf", 2, limit=5) == []
+        assert await store.read_events_before("conf", limit=0) == []
+        assert [e.event_id for e in await store.read_events_before("conf", limit=100)] == \
+            [e.event_id for e in await store.read_events("conf")]
 
     async def test_leases_lock_take_over_and_refuse_a_stale_commit(self, make_store):
         store = self._operations(make_store())

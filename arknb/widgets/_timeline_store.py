@@ -23,7 +23,7 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence, runtime_checkab
 
 from ..domain import invalid_argument
 
-__all__ = ["EventLog", "EventPages", "ForwardPages", "event_sequence"]
+__all__ = ["BackwardPages", "EventLog", "EventPages", "ForwardPages", "event_sequence"]
 
 
 @runtime_checkable
@@ -53,6 +53,35 @@ class EventPages(Protocol):
 ReadForward = Callable[..., Awaitable[Sequence[Any]] | Sequence[Any]]
 
 
+async def _called(read: ReadForward, **kwargs: Any) -> list[Any]:
+    got = read(**kwargs)
+    if inspect.isawaitable(got):
+        got = await got
+    return list(got or ())
+
+
+class BackwardPages:
+    """:class:`EventPages` over a source that reads backwards, as the durable stores'
+    ``read_events_before(session_id, before_sequence, limit=)`` does: a page costs the
+    same however long the session is.
+
+    Args:
+        read_before: sync or async callable ``(before_sequence=B, limit=N)`` returning
+            the newest ``N`` events below ``B`` (of all, when ``B`` is None), oldest first.
+
+    Example:
+        >>> pages = BackwardPages(lambda **kw: store.read_events_before(session_id, **kw))  # doctest: +SKIP
+    """
+
+    def __init__(self, read_before: ReadForward) -> None:
+        if not callable(read_before):
+            raise invalid_argument(f"BackwardPages needs a callable read_before, got {type(read_before).__name__}")
+        self._read = read_before
+
+    async def read_before(self, before_sequence: int | None, limit: int) -> list[Any]:
+        return await _called(self._read, before_sequence=before_sequence, limit=limit) if limit > 0 else []
+
+
 class ForwardPages:
     """:class:`EventPages` over a source that reads forward from a sequence number.
 
@@ -61,8 +90,8 @@ class ForwardPages:
     sequence ``B`` is found by reading the window just below ``B`` and widening it
     (doubling) until it holds ``limit`` events or reaches the start, so sequence gaps
     (the outbox has no ``llm.chunk``) cost a few extra reads, never a wrong page.
-    A store that can read backwards (``ORDER BY sequence DESC``) should implement
-    :class:`EventPages` directly instead.
+    A store that can read backwards (``ORDER BY sequence DESC``) is read through
+    :class:`BackwardPages` instead.
 
     Args:
         read_events: sync or async callable as above.
@@ -77,17 +106,14 @@ class ForwardPages:
         self._read = read_events
 
     async def _read_after(self, after: int | None, limit: int | None) -> list[Any]:
-        got = self._read(after_sequence=after, limit=limit)
-        if inspect.isawaitable(got):
-            got = await got
-        return list(got or ())
+        return await _called(self._read, after_sequence=after, limit=limit)
 
     async def read_before(self, before_sequence: int | None, limit: int) -> list[Any]:
         if limit <= 0:
             return []
         if before_sequence is None:
             # No bound: walk forward once, keeping the newest page (a store that can
-            # read backwards should implement EventPages itself).
+            # read backwards is read through BackwardPages).
             newest: deque[Any] = deque(maxlen=limit)
             after: int | None = None
             step = max(limit, 1000)

@@ -20,7 +20,7 @@ from ._timeline_html import render as _render_html
 from ._timeline_model import RUN_END
 from ._timeline_model import rows as _rows
 from ._timeline_model import spans as _spans
-from ._timeline_store import EventLog, EventPages, ForwardPages, event_sequence
+from ._timeline_store import BackwardPages, EventLog, EventPages, ForwardPages, event_sequence
 from ._timeline_wire import CHUNK, encode, event_dict
 
 __all__ = ["TimelineWidget"]
@@ -49,9 +49,14 @@ def _int(value: Any) -> int | None:
 def _store_pages(runtime: Any) -> EventPages | None:
     """The runtime's store as a page source, when it can read its event outbox (DESIGN §13)."""
     storage = getattr(runtime, "storage", None)
-    read = getattr(storage, "read_events", None)
     session_id = getattr(runtime, "session_id", None)
-    if not callable(read) or not isinstance(session_id, str):
+    if not isinstance(session_id, str):
+        return None
+    backwards = getattr(storage, "read_events_before", None)  # arknb's stores: a page reads only itself
+    if callable(backwards):
+        return BackwardPages(lambda *, before_sequence, limit: backwards(session_id, before_sequence, limit=limit))
+    read = getattr(storage, "read_events", None)  # a store of the bare protocol: read forward
+    if not callable(read):
         return None
     return ForwardPages(lambda *, after_sequence, limit: read(session_id, after_sequence=after_sequence,
                                                                  limit=limit))

@@ -117,6 +117,38 @@ async def test_pages_older_than_the_first_one_come_from_the_outbox_on_demand(tmp
     await _close(timeline, restored, store)
 
 
+async def test_a_restored_timeline_reads_only_its_pages_however_long_the_session(tmp_path):
+    """The store reads its outbox backwards (read_events_before): the newest page and each
+    older one cost one read of that page, not a walk from the session's first event."""
+    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+    await _two_runs(store)
+    stored = await store.read_events("tl")
+    calls = {"forward": 0, "backward": []}
+    read_events, read_before = store.read_events, store.read_events_before
+
+    async def forward(*args, **kwargs):
+        calls["forward"] += 1
+        return await read_events(*args, **kwargs)
+
+    async def backward(session_id, before_sequence=None, *, limit):
+        calls["backward"].append((before_sequence, limit))
+        return await read_before(session_id, before_sequence, limit=limit)
+
+    store.read_events, store.read_events_before = forward, backward
+    restored = await ark.AgentRuntime.restore("tl", storage=store, model=ark.ScriptedModel([]))
+    timeline = TimelineWidget(restored, page_size=4, **QUIET)
+    front = BufferedFrontend(timeline)
+    assert await timeline.load_history() == 4
+    assert [e["event_id"] for e in timeline.events] == [e.event_id for e in stored[-4:]]
+    timeline._on_msg(timeline, {"type": "older", "before": -4, "before_sequence": stored[-4].sequence,
+                                "limit": 3, "token": "v1"})
+    await asyncio.wait_for(asyncio.gather(*list(timeline._tasks)), 10)
+    [page] = [m for m in front.of_type("events") if m.get("older")]
+    assert [e["event_id"] for e in decode(page["events"], page["_buffers"])] == [e.event_id for e in stored[-7:-4]]
+    assert calls == {"forward": 0, "backward": [(None, 4), (stored[-4].sequence, 3)]}
+    await _close(timeline, restored, store)
+
+
 async def test_a_decision_that_leaves_its_batch_waiting_is_in_the_outbox_at_once(tmp_path):
     """The batch waits for the next decision, maybe for hours: ``approval.decided`` of the
     first is committed with it (what a kernel killed meanwhile leaves for a replaying
