@@ -53,14 +53,22 @@ class EventPages(Protocol):
 ReadForward = Callable[..., Awaitable[Sequence[Any]] | Sequence[Any]]
 
 
-async def _called(read: ReadForward, **kwargs: Any) -> list[Any]:
-    got = read(**kwargs)
-    if inspect.isawaitable(got):
-        got = await got
-    return list(got or ())
+class _SourcePages:
+    """A page source over one sync or async callable (the store's read)."""
+
+    def __init__(self, read: ReadForward) -> None:
+        if not callable(read):
+            raise invalid_argument(f"{type(self).__name__} needs a callable, got {type(read).__name__}")
+        self._read = read
+
+    async def _called(self, **kwargs: Any) -> list[Any]:
+        got = self._read(**kwargs)
+        if inspect.isawaitable(got):
+            got = await got
+        return list(got or ())
 
 
-class BackwardPages:
+class BackwardPages(_SourcePages):
     """:class:`EventPages` over a source that reads backwards, as the durable stores'
     ``read_events_before(session_id, before_sequence, limit=)`` does: a page costs the
     same however long the session is.
@@ -73,16 +81,11 @@ class BackwardPages:
         >>> pages = BackwardPages(lambda **kw: store.read_events_before(session_id, **kw))  # doctest: +SKIP
     """
 
-    def __init__(self, read_before: ReadForward) -> None:
-        if not callable(read_before):
-            raise invalid_argument(f"BackwardPages needs a callable read_before, got {type(read_before).__name__}")
-        self._read = read_before
-
     async def read_before(self, before_sequence: int | None, limit: int) -> list[Any]:
-        return await _called(self._read, before_sequence=before_sequence, limit=limit) if limit > 0 else []
+        return await self._called(before_sequence=before_sequence, limit=limit) if limit > 0 else []
 
 
-class ForwardPages:
+class ForwardPages(_SourcePages):
     """:class:`EventPages` over a source that reads forward from a sequence number.
 
     ``read_events(after_sequence=S, limit=N)`` returns up to ``N`` events with
@@ -100,13 +103,8 @@ class ForwardPages:
         >>> pages = ForwardPages(lambda **kw: store.read_events(session_id, **kw))  # doctest: +SKIP
     """
 
-    def __init__(self, read_events: ReadForward) -> None:
-        if not callable(read_events):
-            raise invalid_argument(f"ForwardPages needs a callable read_events, got {type(read_events).__name__}")
-        self._read = read_events
-
     async def _read_after(self, after: int | None, limit: int | None) -> list[Any]:
-        return await _called(self._read, after_sequence=after, limit=limit)
+        return await self._called(after_sequence=after, limit=limit)
 
     async def read_before(self, before_sequence: int | None, limit: int) -> list[Any]:
         if limit <= 0:
