@@ -32,7 +32,8 @@ from .store import Commit, Lease, lease_lost, owner_is_dead, session_locked, sta
 
 __all__ = ["Dialect", "Written", "acquire_lease", "append_events", "check_lease", "delete_session",
            "find_operation", "get_operation", "list_operations", "list_sessions", "load_state", "mark_session",
-           "read_events", "read_events_before", "release_lease", "renew_lease", "save_state", "write_commit", "write_operations"]
+           "read_events", "read_events_before", "release_lease", "renew_lease", "save_state", "write_commit",
+           "write_operations"]
 
 _TABLES = {"history": "messages", "usages": "usages"}
 SEQUENCES = tuple((field, _TABLES[field]) for field in APPEND_ONLY_FIELDS)

@@ -154,7 +154,7 @@ class MemoryStore:
         """The newest ``limit`` outbox events below ``before_sequence`` (of all, when None), oldest first."""
         rows = [body for sequence, body in self._events.get(session_id, [])
                 if before_sequence is None or sequence < before_sequence]
-        return [event_from_json(body) for body in rows[len(rows) - max(0, limit):]] if limit > 0 else []
+        return [event_from_json(body) for body in rows[-limit:]] if limit > 0 else []
 
     async def acquire_lease(self, session_id: str, owner: str, *, ttl: float = DEFAULT_LEASE_TTL,
                             takeover: bool = False) -> Lease:

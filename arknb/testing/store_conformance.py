@@ -245,7 +245,8 @@ class StoreConformance:
             pytest.skip(f"{type(store).__name__} reads its outbox forward only (timelines walk it)")
         events = tuple(AgentEvent(f"r1:{n}", "tool.after", "conf", "r1", n, float(n), {"n": n}) for n in (2, 3, 5, 8))
         await store.commit(Commit(session_id="conf", events=events))
-        await store.commit(Commit(session_id="other", events=(AgentEvent("x:9", "tool.after", "other", "x", 9, 9.0, {}),)))
+        other = AgentEvent("x:9", "tool.after", "other", "x", 9, 9.0, {})
+        await store.commit(Commit(session_id="other", events=(other,)))
         newest = await store.read_events_before("conf", limit=2)
         assert [e.sequence for e in newest] == [5, 8] and newest[-1].payload == {"n": 8}  # oldest first
         assert [e.sequence for e in await store.read_events_before("conf", 5, limit=10)] == [2, 3]

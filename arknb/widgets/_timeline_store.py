@@ -50,13 +50,13 @@ class EventPages(Protocol):
         ...
 
 
-ReadForward = Callable[..., Awaitable[Sequence[Any]] | Sequence[Any]]
+ReadEvents = Callable[..., Awaitable[Sequence[Any]] | Sequence[Any]]
 
 
 class _SourcePages:
     """A page source over one sync or async callable (the store's read)."""
 
-    def __init__(self, read: ReadForward) -> None:
+    def __init__(self, read: ReadEvents) -> None:
         if not callable(read):
             raise invalid_argument(f"{type(self).__name__} needs a callable, got {type(read).__name__}")
         self._read = read
