@@ -1,0 +1,498 @@
+"""The AG-UI server: an ASGI app that runs a notebook's agent for a web page (DESIGN §18).
+
+``POST /`` takes a ``RunAgentInput`` and answers a stream of AG-UI events (server-sent
+events encoded with the official ``ag_ui.encoder.EventEncoder``); ``GET /`` serves a
+small chat page (no CDN) that talks to it. ``threadId`` is the session id: the app asks
+``runtime_factory(thread_id)`` (sync or async) for the thread's runtime once and keeps
+it, so a durable store makes threads survive a restart of the server. How runtime
+events become AG-UI events is the table in :mod:`arknb.agui.events`; interrupts and
+resume are :mod:`arknb.agui.interrupts`; client-declared tools are
+:mod:`arknb.agui.client_tools`.
+
+What a request does, in order: read the input (a malformed one is HTTP 422 naming the
+problem); open the stream (``RUN_STARTED``; ``MESSAGES_SNAPSHOT`` on a thread with
+history); check the request against the thread (a resume that names an unknown
+interrupt, a resume with nothing pending, a new message while an interrupt is open, a
+run already in progress: ``RUN_ERROR`` with the ``ArkError`` code, and nothing runs);
+then decide the resume entries through the controller (each decision is saved before
+the run continues), hand the client's tool results to their calls, or start the run on
+the new messages; stream the run; end with exactly one ``RUN_FINISHED`` or
+``RUN_ERROR``. A client that disconnects cancels the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import socket
+from importlib import resources
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from ag_ui.core import (
+    BaseEvent, MessagesSnapshotEvent, PROTOCOL_VERSION, ResumeEntry, RunAgentInput, RunErrorEvent, RunFinishedEvent,
+    RunFinishedCancelledOutcome, RunFinishedInterruptOutcome, RunFinishedSuccessOutcome, RunStartedEvent, TokenUsage,
+)
+from ag_ui.encoder import EventEncoder
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
+from arknb.runtime import AgentRunResult, AgentRuntime, RunHandle, StopReason
+from arknb.state import PendingApprovalItem
+
+from .client_tools import CLIENT_TOOL_KIND, ClientTool
+from .events import EventMapper, now_ms
+from .interrupts import decide, to_interrupt, validate_payload
+from .messages import new_messages, snapshot, to_result, to_user_message
+
+__all__ = ["AguiApp", "AguiServer", "app", "serve"]
+
+RuntimeFactory = Callable[[str], "AgentRuntime | Awaitable[AgentRuntime]"]
+_SUCCESS = (StopReason.COMPLETED, StopReason.STOPPED, StopReason.SUSPENDED)
+
+
+def _refusal(code: str, message: str, layer: ErrorLayer = ErrorLayer.DECODE) -> ArkError:
+    return ArkError(layer, code, message)
+
+
+class _Plan:
+    """What a checked request will do (built before anything is changed)."""
+
+    def __init__(self) -> None:
+        self.decisions: list[tuple[PendingApprovalItem, ResumeEntry]] = []
+        self.client_results: list[tuple[ClientTool, str, Any]] = []
+        self.user_messages: list[AgentMessage] = []
+        self.tools: list[Any] = []
+
+
+class AguiApp:
+    """The ASGI app of :func:`app` (mount it anywhere an ASGI app goes)."""
+
+    def __init__(self, runtime_factory: RuntimeFactory, *, page: bool = True) -> None:
+        if not callable(runtime_factory):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"runtime_factory must be a callable thread_id -> AgentRuntime, got "
+                           f"{type(runtime_factory).__name__}")
+        self._factory = runtime_factory
+        self._threads: dict[str, AgentRuntime] = {}
+        self._locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        self._encoder = EventEncoder()
+        routes = [Route("/", self._post, methods=["POST"])]
+        if page:
+            routes.append(Route("/", self._page, methods=["GET"]))
+        self._asgi = Starlette(routes=routes)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._asgi(scope, receive, send)
+
+    @property
+    def threads(self) -> dict[str, AgentRuntime]:
+        """The threads this app has served, by id (a copy)."""
+        return dict(self._threads)
+
+    # -- HTTP ----------------------------------------------------------------------
+
+    async def _page(self, request: Request) -> Response:
+        page = resources.files("arknb.agui").joinpath("static/chat.html").read_text(encoding="utf-8")
+        return HTMLResponse(page)
+
+    async def _post(self, request: Request) -> Response:
+        body = await request.body()
+        try:
+            run_input = RunAgentInput.model_validate_json(body)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
+                                 for e in exc.errors(include_url=False)[:8])
+            return JSONResponse({"error": {"code": ErrorCode.AGUI_INPUT_INVALID.value,
+                                           "message": f"not a RunAgentInput: {problems}"}}, status_code=422)
+        return _EventStream(self._stream(run_input))
+
+    # -- one run ---------------------------------------------------------------------
+
+    async def _stream(self, run_input: RunAgentInput) -> AsyncIterator[str]:
+        encode = self._encoder.encode
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        yield encode(RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION,
+                                     timestamp=now_ms()))
+        runtime: AgentRuntime | None = None
+        events: _Inbox | None = None
+        handle: RunHandle | None = None
+        try:
+            try:
+                runtime = await self._runtime(thread_id)
+                await runtime.load()
+                if runtime.history:
+                    yield encode(MessagesSnapshotEvent(messages=snapshot(runtime.history), timestamp=now_ms()))
+                async with self._locks[thread_id]:
+                    plan = self._check(runtime, run_input)
+                    events = _Inbox(runtime)
+                    handle = await self._act(runtime, plan)
+            except ArkError as exc:
+                yield encode(RunErrorEvent(message=exc.message, code=exc.code, timestamp=now_ms()))
+                return
+            except Exception as exc:  # a bug, or a factory that raised: still one RUN_ERROR, naming it
+                yield encode(RunErrorEvent(message=f"{type(exc).__name__}: {exc}",
+                                           code=ErrorCode.INTERNAL_ERROR.value, timestamp=now_ms()))
+                return
+            mapper = EventMapper(run_id)
+            if handle is not None:
+                async for event in events.until(handle):
+                    for out in mapper.translate(event):
+                        yield encode(out)
+            for out in mapper.close():
+                yield encode(out)
+            yield encode(self._terminal(runtime, run_input, handle))
+        except BaseException:
+            # The client went away (or the server stops): the run ends with it.
+            if handle is not None and not handle.done:
+                handle.cancel()
+            raise
+        finally:
+            if events is not None:
+                events.close()
+
+    async def _runtime(self, thread_id: str) -> AgentRuntime:
+        known = self._threads.get(thread_id)
+        if known is not None and known.detached is None:
+            return known
+        async with self._locks[thread_id]:
+            known = self._threads.get(thread_id)
+            if known is not None and known.detached is None:
+                return known
+            made = self._factory(thread_id)
+            if inspect.isawaitable(made):
+                made = await made
+            if not isinstance(made, AgentRuntime):
+                raise _refusal(ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) returned "
+                               f"{type(made).__name__}, not an AgentRuntime", ErrorLayer.CONFIG)
+            if made.session_id != thread_id:
+                raise _refusal(ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) returned the runtime of "
+                               f"session {made.session_id!r}; build it with session_id=thread_id (the thread is "
+                               "the session)", ErrorLayer.CONFIG)
+            self._threads[thread_id] = made
+            return made
+
+    def _check(self, runtime: AgentRuntime, run_input: RunAgentInput) -> _Plan:
+        """What the request will do; raises the refusal if it does not fit the thread."""
+        thread = run_input.thread_id
+        if runtime.is_running:
+            raise _refusal(ErrorCode.RUN_ALREADY_ACTIVE, f"thread {thread!r} has a run in progress; wait for its "
+                           "RUN_FINISHED before sending the next input", ErrorLayer.RUNTIME)
+        plan = _Plan()
+        pending = runtime.controller.list_pending_approvals()
+        by_id = {item.approval_id: item for item in pending}
+        for_person = [item for item in pending if item.kind != CLIENT_TOOL_KIND]
+        for_client = {item.tool_call.id: item for item in pending if item.kind == CLIENT_TOOL_KIND}
+        fresh = new_messages(run_input.messages)
+        plan.user_messages = [to_user_message(m) for m in fresh if m.role == "user"]
+        resume = run_input.resume or []
+        if resume and plan.user_messages:
+            raise _refusal(ErrorCode.AGUI_INPUT_INVALID, "an input carries either resume entries or a new message, "
+                           "not both: answer the interrupts first, then send the message")
+        seen: set[str] = set()
+        recorded = {r.approval_id: r for r in runtime.state.resolved_approvals}
+        already = []
+        for entry in resume:
+            if entry.interrupt_id in seen:
+                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"interrupt {entry.interrupt_id!r} is answered twice "
+                               "in one input")
+            seen.add(entry.interrupt_id)
+            item = by_id.get(entry.interrupt_id)
+            if item is not None and item.kind != CLIENT_TOOL_KIND:
+                validate_payload(item, entry)
+                plan.decisions.append((item, entry))
+            elif item is not None:
+                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"{entry.interrupt_id!r} is the client's own tool call "
+                               f"{item.tool_call.name}: answer it with a tool message (toolCallId "
+                               f"{item.tool_call.id!r}), not a resume entry")
+            elif entry.interrupt_id in recorded:
+                already.append(recorded[entry.interrupt_id])
+            elif not for_person:
+                raise _refusal(ErrorCode.NOTHING_TO_RESUME, f"thread {thread!r} has nothing pending, so interrupt "
+                               f"{entry.interrupt_id!r} cannot be resumed; send a new message instead",
+                               ErrorLayer.RUNTIME)
+            else:
+                raise _refusal(ErrorCode.INTERRUPT_NOT_FOUND, f"thread {thread!r} has no interrupt "
+                               f"{entry.interrupt_id!r}; its open interrupts are "
+                               f"{', '.join(repr(i.approval_id) for i in for_person)}", ErrorLayer.RUNTIME)
+        if already and not plan.decisions:
+            record = already[0]
+            raise _refusal(ErrorCode.APPROVAL_ALREADY_RESOLVED, f"interrupt {record.approval_id!r} "
+                           f"({record.tool_name}) was already decided {record.decision.value}; its batch has "
+                           "resolved, nothing was changed and nothing runs again", ErrorLayer.RUNTIME)
+        for message in fresh:
+            if message.role != "tool":
+                continue
+            item = for_client.get(message.tool_call_id)
+            if item is None:
+                if _known_call(runtime, message.tool_call_id):
+                    continue  # a result the client echoes back (from TOOL_CALL_RESULT): already known here
+                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"tool message {message.id!r} answers call "
+                               f"{message.tool_call_id!r}, which no client tool of thread {thread!r} waits for")
+            tool = runtime.tools.get(item.tool_call.name)
+            if not isinstance(tool, ClientTool):
+                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"call {message.tool_call_id!r} was made to client tool "
+                               f"{item.tool_call.name!r}, which this server no longer has")
+            plan.client_results.append((tool, message.tool_call_id, to_result(message)))
+        unanswered = set(for_client) - {call_id for _, call_id, _ in plan.client_results}
+        if plan.user_messages and for_person:
+            raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for a person: resume "
+                           f"its interrupts ({', '.join(repr(i.approval_id) for i in for_person)}) before sending "
+                           "a new message", ErrorLayer.SECURITY)
+        if plan.user_messages and (unanswered or plan.client_results):
+            waiting = sorted(unanswered) or [call_id for _, call_id, _ in plan.client_results]
+            raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for the results of "
+                           f"client tool calls {', '.join(map(repr, waiting))}: send them as tool messages "
+                           "first, then the new message", ErrorLayer.SECURITY)
+        plan.tools = self._client_tools(runtime, run_input)
+        return plan
+
+    def _client_tools(self, runtime: AgentRuntime, run_input: RunAgentInput) -> list[Any]:
+        found = []
+        for declared in run_input.tools or ():
+            existing = runtime.tools.get(declared.name)
+            if existing is not None and not isinstance(existing, ClientTool):
+                raise _refusal(ErrorCode.INVALID_ARGUMENT, f"the client declares a tool {declared.name!r}, but the "
+                               "agent already has a tool of that name; rename the client's tool", ErrorLayer.CONFIG)
+            found.append(declared)
+        return found
+
+    async def _act(self, runtime: AgentRuntime, plan: _Plan) -> RunHandle | None:
+        for declared in plan.tools:
+            existing = runtime.tools.get(declared.name)
+            if existing is None or not existing.same_as(declared.description, declared.parameters):
+                runtime.tools.register(ClientTool(declared.name, declared.description, declared.parameters),
+                                       replace=True)
+        for item, entry in plan.decisions:
+            decided = await decide(runtime.controller, item, entry)
+            if not decided.ok and decided.error is not None and \
+                    decided.error.code != ErrorCode.APPROVAL_ALREADY_RESOLVED:
+                raise decided.error.to_error()
+        for tool, call_id, result in plan.client_results:
+            tool.give_result(call_id, result)
+        for item in runtime.controller.list_pending_approvals():
+            if item.kind == CLIENT_TOOL_KIND and any(call_id == item.tool_call.id
+                                                     for _, call_id, _ in plan.client_results):
+                decided = await runtime.controller.approve(item.approval_id)
+                if not decided.ok and decided.error is not None:
+                    raise decided.error.to_error()
+        if plan.user_messages:
+            return runtime.start(plan.user_messages)
+        return runtime.current_run
+
+    def _terminal(self, runtime: AgentRuntime, run_input: RunAgentInput, handle: RunHandle | None) -> BaseEvent:
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        result: AgentRunResult | None = None
+        if handle is not None:
+            task = handle.task
+            if task.cancelled():
+                return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=RunFinishedCancelledOutcome(),
+                                        timestamp=now_ms())
+            error = task.exception()
+            if error is not None:
+                code = error.code if isinstance(error, ArkError) else ErrorCode.INTERNAL_ERROR.value
+                return RunErrorEvent(message=getattr(error, "message", str(error)), code=code, timestamp=now_ms())
+            result = task.result()
+        usage = _usage(result)
+        stop = result.stop_reason if result is not None else None
+        if result is not None and stop not in _SUCCESS and stop not in (StopReason.AWAITING_APPROVAL,
+                                                                          StopReason.CANCELLED):
+            error = result.error
+            return RunErrorEvent(message=error.message if error else f"the run ended {stop.value}",
+                                 code=error.code if error else stop.value, usage=usage, timestamp=now_ms())
+        if stop is StopReason.CANCELLED:
+            return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=RunFinishedCancelledOutcome(),
+                                    usage=usage, timestamp=now_ms())
+        pending = runtime.controller.list_pending_approvals()
+        for_person = [item for item in pending if item.kind != CLIENT_TOOL_KIND]
+        batch = runtime.controller.pending_batch()
+        if for_person:
+            interrupts = [to_interrupt(item, batch.batch_id if batch else None) for item in for_person]
+            return RunFinishedEvent(thread_id=thread_id, run_id=run_id, usage=usage, timestamp=now_ms(),
+                                    outcome=RunFinishedInterruptOutcome(interrupts=interrupts))
+        waiting = [item.tool_call.id for item in pending if item.kind == CLIENT_TOOL_KIND]
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=waiting or None)
+        summary = {"stopReason": stop.value, "text": result.text} if result is not None else None
+        return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome, result=summary, usage=usage,
+                                timestamp=now_ms())
+
+
+def _known_call(runtime: AgentRuntime, call_id: str) -> bool:
+    batch = runtime.controller.pending_batch()
+    messages = list(runtime.history) + ([batch.model_message] if batch is not None else [])
+    return any(call.id == call_id for message in messages for call in message.tool_calls)
+
+
+def _usage(result: AgentRunResult | None) -> list[TokenUsage] | None:
+    if result is None or not (result.usage.input_tokens or result.usage.output_tokens):
+        return None
+    u = result.usage
+    return [TokenUsage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                       total_tokens=u.input_tokens + u.output_tokens, reasoning_tokens=u.reasoning_tokens or None)]
+
+
+class _Inbox:
+    """A runtime's events, buffered from the moment it is made (before any decision)."""
+
+    def __init__(self, runtime: AgentRuntime) -> None:
+        self._buffer: collections.deque = collections.deque()
+        self._ready = asyncio.Event()
+        self._unsubscribe = runtime.bus.subscribe("*", self._put)
+
+    def _put(self, event: Any) -> None:
+        self._buffer.append(event)
+        self._ready.set()
+
+    async def until(self, handle: RunHandle) -> AsyncIterator[Any]:
+        """Every event until ``handle``'s run ends (events it published before ending included)."""
+        task = handle.task
+        while True:
+            while self._buffer:
+                yield self._buffer.popleft()
+            if task.done():
+                return
+            self._ready.clear()
+            waiter = asyncio.ensure_future(self._ready.wait())
+            try:
+                await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+
+class _EventStream(Response):
+    """An SSE response that also watches for the client going away, and cancels the stream then."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, chunks: AsyncIterator[str]) -> None:
+        self._chunks = chunks
+        self.status_code = 200
+        self.background = None
+        self.init_headers({"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        streaming = asyncio.ensure_future(self._send_all(send))
+        watching = asyncio.ensure_future(_disconnect(receive))
+        try:
+            await asyncio.wait({streaming, watching}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (streaming, watching):
+                task.cancel()
+            await asyncio.wait({streaming, watching})
+        if not streaming.cancelled() and streaming.exception() is not None:
+            raise streaming.exception()
+
+    async def _send_all(self, send: Any) -> None:
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async for chunk in self._chunks:
+                await send({"type": "http.response.body", "body": chunk.encode("utf-8"), "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await self._chunks.aclose()
+
+
+async def _disconnect(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def app(runtime_factory: RuntimeFactory, *, page: bool = True) -> AguiApp:
+    """An ASGI app serving ``runtime_factory``'s agents over AG-UI 1.0 (DESIGN §18).
+
+    Args:
+        runtime_factory: ``thread_id -> AgentRuntime`` (sync or async), called once per
+            thread; build the runtime with ``session_id=thread_id`` (and a durable store
+            for threads that survive a restart).
+        page: also serve the small chat page at ``GET /``.
+
+    Example:
+        >>> asgi = ark.agui.app(lambda thread: ark.AgentRuntime(model, session_id=thread))  # doctest: +SKIP
+    """
+    return AguiApp(runtime_factory, page=page)
+
+
+class AguiServer:
+    """A running server (what :func:`serve` returns): ``url``, ``port``, ``app``, ``aclose()``."""
+
+    def __init__(self, asgi: AguiApp, server: Any, task: asyncio.Task, sock: socket.socket) -> None:
+        self.app = asgi
+        self._server = server
+        self._task = task
+        self._socket = sock
+        host, port = sock.getsockname()[:2]
+        self.host, self.port = host, port
+        self.url = f"http://{host}:{port}/"
+
+    async def aclose(self) -> None:
+        """Stop serving (open streams are closed, their runs cancelled) and free the port."""
+        self._server.should_exit = True
+        self._server.force_exit = True
+        try:
+            await self._task
+        finally:
+            self._socket.close()
+
+    def __repr__(self) -> str:
+        return f"AguiServer(url={self.url!r}, running={not self._task.done()})"
+
+    def _repr_html_(self) -> str:
+        return f'AG-UI server at <a href="{self.url}" target="_blank">{self.url}</a>'
+
+
+async def serve(runtime_factory: RuntimeFactory | AguiApp, *, host: str = "127.0.0.1", port: int = 0,
+                page: bool = True) -> AguiServer:
+    """Serve the agents on the running loop (a notebook's kernel loop) and return at once.
+
+    Args:
+        runtime_factory: as for :func:`app` (or an app made by it).
+        host: the address to listen on (loopback by default).
+        port: the port (0: a free one; see ``server.port``).
+        page: also serve the chat page at ``GET /``.
+
+    Returns:
+        An :class:`AguiServer`; ``await server.aclose()`` stops it.
+    """
+    import uvicorn
+
+    asgi = runtime_factory if isinstance(runtime_factory, AguiApp) else app(runtime_factory, page=page)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)  # connections wait in the backlog until uvicorn accepts them: ready now
+    except OSError as exc:
+        sock.close()
+        raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                       f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another port") from None
+    config = uvicorn.Config(asgi, lifespan="off", log_level="warning", access_log=False)
+    server = _QuietServer(config)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name=f"arknb-agui-{port}")
+    return AguiServer(asgi, server, task, sock)
+
+
+def _quiet_server_class() -> type:
+    import contextlib
+
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """A uvicorn server that leaves the process's signal handlers alone (the kernel's own)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):  # type: ignore[override]
+            yield
+
+    return QuietServer
+
+
+def _QuietServer(config: Any) -> Any:  # noqa: N802 (a class made on first use: uvicorn loads lazily)
+    return _quiet_server_class()(config)
+
