@@ -1,0 +1,135 @@
+"""The AG-UI stream of a run: lifecycle, incremental text/reasoning/tool calls, snapshots, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import arknb as ark
+
+from ._kit import check_lifecycle, post, run_input, types, user, validated
+
+
+class GatedModel:
+    """A scripted model that stops after its first text chunk until ``gate`` is set."""
+
+    def __init__(self, turns):
+        self.inner = ark.ScriptedModel(turns)
+        self.gate = asyncio.Event()
+        self.requests = self.inner.requests
+
+    async def stream(self, request, *, cancel=None):
+        seen_text = False
+        async for event in self.inner.stream(request, cancel=cancel):
+            if event.type == "text_delta":
+                if seen_text:
+                    await self.gate.wait()
+                seen_text = True
+            yield event
+
+    async def generate(self, request):
+        return await self.inner.generate(request)
+
+
+def tools():
+    @ark.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return [add]
+
+
+async def test_a_run_streams_reasoning_text_tool_calls_and_results_between_one_start_and_one_finish(serve, client):
+    model = ark.ScriptedModel([
+        ark.ScriptedTurn(reasoning=["Think", "ing"], text=["Let me ", "add."],
+                         tool_calls=[ark.ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')]),
+        ark.ScriptedTurn(text=["It is ", "3."]),
+    ])
+    server = await serve(lambda thread: ark.AgentRuntime(model, tools=tools(), session_id=thread))
+    events = await post(client, server.url, run_input("t1", "r1", user("What is 1 + 2?")))
+
+    seen = types(events)
+    assert seen[0] == "RUN_STARTED" and events[0]["threadId"] == "t1" and events[0]["runId"] == "r1"
+    assert "MESSAGES_SNAPSHOT" not in seen  # a new thread has nothing to show yet
+    reasoning = [e["delta"] for e in events if e["type"] == "REASONING_MESSAGE_CONTENT"]
+    assert reasoning == ["Think", "ing"]  # one event per chunk, not one snapshot at the end
+    texts = [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert texts == ["Let me ", "add.", "It is ", "3."]
+    assert seen.index("REASONING_END") < seen.index("TEXT_MESSAGE_START")
+    start = next(e for e in events if e["type"] == "TOOL_CALL_START")
+    assert start["toolCallName"] == "add" and start["toolCallId"] == "c1"
+    args = "".join(e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS")
+    assert json.loads(args) == {"a": 1, "b": 2}
+    result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == "c1" and result["content"] == "3"
+    # the call is announced before it runs, its result before the second model turn's text
+    assert seen.index("TOOL_CALL_END") < seen.index("TOOL_CALL_RESULT") < len(seen) - 1 - seen[::-1].index(
+        "TEXT_MESSAGE_START")
+    end = events[-1]
+    assert end["type"] == "RUN_FINISHED" and end["outcome"] == {"type": "success"}
+    assert end["result"] == {"stopReason": "completed", "text": "It is 3."}
+
+
+async def test_text_reaches_the_client_while_the_model_is_still_answering(serve, client):
+    model = GatedModel([ark.ScriptedTurn(text=["first ", "second"])])
+    server = await serve(lambda thread: ark.AgentRuntime(model, session_id=thread))
+    seen = []
+    async with client.stream("POST", server.url, json=run_input("t1", "r1", user("hi"))) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            seen.append(event)
+            if event["type"] == "TEXT_MESSAGE_CONTENT" and event["delta"] == "first ":
+                # The model waits for this gate before its second chunk: had the server
+                # buffered the stream, this line would never arrive and the test would time out.
+                model.gate.set()
+    check_lifecycle(seen)
+    assert [e["delta"] for e in seen if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["first ", "second"]
+
+
+async def test_a_known_thread_gets_a_messages_snapshot_of_its_history(serve, client):
+    model = ark.ScriptedModel(["Hello!", "Again."])
+    server = await serve(lambda thread: ark.AgentRuntime(model, session_id=thread))
+    await post(client, server.url, run_input("t1", "r1", user("hi")))
+    events = await post(client, server.url, run_input(
+        "t1", "r2", user("hi"), {"id": "r1:1", "role": "assistant", "content": "Hello!"}, user("more", "u2")))
+    assert types(events)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    snapshot = events[1]["messages"]
+    assert [(m["role"], m.get("content")) for m in snapshot] == [("user", "hi"), ("assistant", "Hello!")]
+    # only the trailing new message went in: the history holds each message once
+    assert [m.text for m in server.app.threads["t1"].history] == ["hi", "Hello!", "more", "Again."]
+
+
+async def test_a_client_that_disconnects_cancels_the_run(serve, client):
+    model = GatedModel([ark.ScriptedTurn(text=["first ", "never"])])
+    made = {}
+
+    def factory(thread):
+        made[thread] = ark.AgentRuntime(model, session_id=thread)
+        return made[thread]
+
+    server = await serve(factory)
+    async with client.stream("POST", server.url, json=run_input("t1", "r1", user("hi"))) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: ") and json.loads(line[6:])["type"] == "TEXT_MESSAGE_CONTENT":
+                handle = made["t1"].current_run
+                break  # leaving the block closes the connection mid-run
+    result = await asyncio.wait_for(handle.wait(), 10)
+    assert result.stop_reason == "cancelled"
+    assert made["t1"].state.last_stop_reason == "cancelled"
+
+
+async def test_every_event_of_a_run_is_an_official_ag_ui_event(serve, client):
+    model = ark.ScriptedModel([ark.ScriptedTurn(reasoning="r", text="t",
+                                                tool_calls=[ark.ToolCall(id="c1", name="add", arguments_json="{}")]),
+                               "done"])
+    server = await serve(lambda thread: ark.AgentRuntime(model, tools=tools(), session_id=thread))
+    events = await post(client, server.url, run_input("t1", "r1", user("hi")))
+    parsed = [validated(e) for e in events]
+    assert {type(p).__name__ for p in parsed} >= {
+        "RunStartedEvent", "ReasoningStartEvent", "ReasoningMessageContentEvent", "TextMessageContentEvent",
+        "ToolCallStartEvent", "ToolCallResultEvent", "StepStartedEvent", "RunFinishedEvent"}
+    # the bad arguments reach the model as an error result, and the run still finishes
+    assert "invalid arguments" in next(e for e in events if e["type"] == "TOOL_CALL_RESULT")["content"]
