@@ -20,7 +20,8 @@ runtime event                         AG-UI events
                                       ``TOOL_CALL_START`` (``parentMessageId``: the message) +
                                       ``TOOL_CALL_ARGS`` + ``TOOL_CALL_END``; ``STEP_FINISHED``
 ``tool.before``                       ``STEP_STARTED`` (``tool:{name}:{call_id}``)
-``tool.after``                        ``TOOL_CALL_RESULT`` + ``STEP_FINISHED``
+``tool.after``                        ``TOOL_CALL_RESULT`` (not for a call that deferred itself) +
+                                      ``STEP_FINISHED``
 ``tool.denied``                       ``TOOL_CALL_RESULT`` (the denial the model gets)
 ``hook.decision``, ``plan.updated``   ``CUSTOM`` named ``arknb.hook.decision`` / ``arknb.plan.updated``
 run ends ``completed`` / ``stopped``  ``RUN_FINISHED`` (outcome ``success``; ``result``: stop reason, text)
@@ -54,6 +55,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
+from arknb.domain.invocation import CALL_DEFERRED
 from arknb.events import AgentEvent, EventTypes
 
 __all__ = ["EventMapper", "now_ms"]
@@ -115,7 +117,9 @@ class EventMapper:
             yield StepStartedEvent(step_name=f"tool:{call.get('name')}:{call.get('id')}", timestamp=now_ms())
         elif kind == EventTypes.TOOL_AFTER:
             call = payload.get("call") or {}
-            yield self._result(call, payload.get("result"))
+            result = payload.get("result") or {}
+            if result.get("error_code") != CALL_DEFERRED:  # a call handed to a person or the client: unanswered
+                yield self._result(call, result)
             yield StepFinishedEvent(step_name=f"tool:{call.get('name')}:{call.get('id')}", timestamp=now_ms())
         elif kind == EventTypes.TOOL_DENIED:
             yield self._result(payload.get("call") or {}, payload.get("result"))
