@@ -41,19 +41,22 @@ class Site:
     """The page, its bundle and the agent (mounted at /agent/) on one loopback server,
     served by uvicorn on a loop in a thread (the test drives the browser synchronously)."""
 
-    def __init__(self, factory, folder: Path) -> None:
+    def __init__(self, factory, folder: Path | None) -> None:
         import uvicorn
         from starlette.applications import Starlette
         from starlette.responses import FileResponse
         from starlette.routing import Mount, Route
 
-        self.agent = ark.agui.app(factory, page=False)
-        page, bundle = CLIENT_DIR / "page.html", folder / "bundle.js"
-        asgi = Starlette(routes=[
-            Route("/", lambda request: FileResponse(page)),
-            Route("/bundle.js", lambda request: FileResponse(bundle, media_type="text/javascript")),
-            Mount("/agent", app=self.agent),
-        ])
+        if folder is None:  # the app alone, with the page it ships at GET /
+            asgi = self.agent = ark.agui.app(factory)
+        else:
+            self.agent = ark.agui.app(factory, page=False)
+            page, bundle = CLIENT_DIR / "page.html", folder / "bundle.js"
+            asgi = Starlette(routes=[
+                Route("/", lambda request: FileResponse(page)),
+                Route("/bundle.js", lambda request: FileResponse(bundle, media_type="text/javascript")),
+                Mount("/agent", app=self.agent),
+            ])
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
@@ -78,6 +81,54 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def _agent(ran: list):
+    @ark.tool(risk="dangerous")
+    def clear_cache(path: str) -> str:
+        """Delete a cache folder."""
+        ran.append(path)
+        return f"cleared {path}"
+
+    model = ark.ScriptedModel([
+        ark.ScriptedTurn(text=["I will ", "clear ", "the cache ", "now."], chunk_delay=0.05, tool_calls=[
+            ark.ToolCall(id="c1", name="clear_cache", arguments_json='{"path": "/tmp/cache"}')]),
+        ark.ScriptedTurn(text=["Done: ", "the cache ", "is cleared."], chunk_delay=0.05),
+    ])
+    return lambda thread: ark.AgentRuntime(model, tools=[clear_cache], session_id=thread)
+
+
+def test_the_page_the_server_ships_chats_and_answers_an_approval(chromium_browser):
+    ran: list = []
+    site = Site(_agent(ran), None)
+    out = RESULTS_DIR / "agui_shipped_page"
+    out.mkdir(parents=True, exist_ok=True)
+    context = chromium_browser.new_context(viewport={"width": 900, "height": 650})
+    page = context.new_page()
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    try:
+        page.goto(site.url + "?thread=shipped")
+        expect(page.locator("#status")).to_have_text("done")  # the opening (empty) run
+        page.fill("#input", "Please clear the cache")
+        page.click("#send button")
+        card = page.locator(".interrupt")
+        expect(card).to_contain_text("clear_cache")
+        expect(card).to_contain_text("/tmp/cache")
+        expect(page.locator(".assistant").first).to_have_text("I will clear the cache now.")
+        page.screenshot(path=str(out / "interrupt.png"), full_page=True)
+        assert ran == []
+        card.locator("button[data-action='approve']").click()
+        expect(page.locator("#status")).to_have_text("done")
+        expect(page.locator(".assistant").last).to_have_text("Done: the cache is cleared.")
+        page.screenshot(path=str(out / "completed.png"), full_page=True)
+        assert ran == ["/tmp/cache"]
+        page.reload()  # the thread lives on the server: its history comes back
+        expect(page.locator(".assistant").last).to_have_text("Done: the cache is cleared.")
+        assert all(url.startswith(site.url) for url in requests), requests
+    finally:
+        context.close()
+        site.close()
 
 
 @pytest.fixture
