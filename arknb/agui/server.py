@@ -140,12 +140,14 @@ class AguiApp:
                 return
             mapper = EventMapper(run_id)
             if handle is not None:
-                async for event in events.until(handle):
-                    for out in mapper.translate(event):
-                        yield encode(out)
-            for out in mapper.close():
-                yield encode(out)
-            yield encode(self._terminal(runtime, run_input, handle))
+                # What the run published since the last write goes out in one write (a turn's
+                # chunks often come in one burst); nothing waits for more to arrive.
+                async for batch in events.until(handle):
+                    frames = [encode(out) for event in batch for out in mapper.translate(event)]
+                    if frames:
+                        yield "".join(frames)
+            closing = [encode(out) for out in mapper.close()]
+            yield "".join(closing) + encode(self._terminal(runtime, run_input, handle))
         except BaseException:
             # The client went away (or the server stops): the run ends with it.
             if handle is not None and not handle.done:
@@ -340,27 +342,34 @@ class _Inbox:
 
     def __init__(self, runtime: AgentRuntime) -> None:
         self._buffer: collections.deque = collections.deque()
-        self._ready = asyncio.Event()
+        self._waiter: asyncio.Future | None = None
         self._unsubscribe = runtime.bus.subscribe("*", self._put)
 
     def _put(self, event: Any) -> None:
         self._buffer.append(event)
-        self._ready.set()
+        self._wake()
 
-    async def until(self, handle: RunHandle) -> AsyncIterator[Any]:
-        """Every event until ``handle``'s run ends (events it published before ending included)."""
+    def _wake(self, *_: Any) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def until(self, handle: RunHandle) -> AsyncIterator[list[Any]]:
+        """Every event until ``handle``'s run ends (events it published before ending included),
+        in batches: whatever arrived since the last batch."""
         task = handle.task
+        task.add_done_callback(self._wake)
+        loop = asyncio.get_running_loop()
         while True:
-            while self._buffer:
-                yield self._buffer.popleft()
+            if self._buffer:
+                batch = list(self._buffer)
+                self._buffer.clear()
+                yield batch
+                continue
             if task.done():
                 return
-            self._ready.clear()
-            waiter = asyncio.ensure_future(self._ready.wait())
-            try:
-                await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
+            self._waiter = loop.create_future()
+            await self._waiter
 
     def close(self) -> None:
         self._unsubscribe()
