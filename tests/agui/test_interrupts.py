@@ -195,3 +195,37 @@ async def test_a_generic_kind_is_decided_as_an_approval(serve, client):
     resumed = await post(client, server.url, run_input("t", "r2", resume=[approve(interrupt["id"])]))
     assert resumed[-1]["outcome"]["type"] == "success" and resumed[-1]["result"]["text"] == "ok"
     assert next(e for e in resumed if e["type"] == "TOOL_CALL_RESULT")["content"] == "asked and approved"
+
+
+async def test_a_kind_whose_controller_method_is_missing_is_refused_by_name(serve, client):
+    # A "human" item is answered through controller.answer_human (graphs, DESIGN §16): a
+    # runtime without it says so, and nothing is decided.
+    asked = ToolCall(id="c1", name="ask", arguments_json='{"question": "Colour?"}')
+    model = ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[asked]), "ok"])
+    server = await serve(lambda thread: ark.AgentRuntime(
+        model, tools=[deferring_tool("human", {"schema": {"type": "string"}})], session_id=thread))
+    [interrupt] = interrupts(await post(client, server.url, run_input("t", "r1", user("go"))))
+    events = await post(client, server.url, run_input(
+        "t", "r2", resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {"value": "red"}}]))
+    if hasattr(ark.AgentController, "answer_human"):
+        assert events[-1]["type"] == "RUN_FINISHED"
+    else:
+        assert events[-1]["type"] == "RUN_ERROR" and "answer_human" in events[-1]["message"]
+        assert server.app.threads["t"].controller.list_pending_approvals()[0].approval_id == interrupt["id"]
+
+
+async def test_a_cancelled_resume_of_an_in_doubt_call_records_it_failed(serve, client, tmp_path):
+    counted = Counted(tmp_path)
+    storage = ark.MemoryStateStorage()
+    await storage.save(AgentState(session_id="th", is_running=True, current_run_id="run_old", history=(
+        AgentMessage.user("clean up"),
+        AgentMessage.assistant("On it.", tool_calls=[ToolCall(id="c1", name="clear_cache",
+                                                              arguments_json='{"path": "/tmp/x"}')]))))
+    model = ark.ScriptedModel(["Understood."])
+    server = await serve(lambda thread: ark.AgentRuntime(model, tools=counted.all, storage=storage,
+                                                         session_id=thread))
+    [interrupt] = interrupts(await post(client, server.url, run_input("th", "r1")))
+    resumed = await post(client, server.url, run_input(
+        "th", "r2", resume=[{"interruptId": interrupt["id"], "status": "cancelled"}]))
+    assert resumed[-1]["outcome"]["type"] == "success" and counted.runs() == []
+    assert "cancelled by the client" in model.requests[-1].messages[-1].text

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 import arknb as ark
 
 from ._kit import check_lifecycle, post, run_input, types, user, validated
@@ -133,3 +135,59 @@ async def test_every_event_of_a_run_is_an_official_ag_ui_event(serve, client):
         "ToolCallStartEvent", "ToolCallResultEvent", "StepStartedEvent", "RunFinishedEvent"}
     # the bad arguments reach the model as an error result, and the run still finishes
     assert "invalid arguments" in next(e for e in events if e["type"] == "TOOL_CALL_RESULT")["content"]
+
+
+async def test_a_run_that_fails_ends_with_one_run_error_carrying_the_ark_error_code(serve, client):
+    model = ark.ScriptedModel([ark.ScriptedTurn(text="partial ", error=ark.ArkError(
+        "provider", "provider_server_error", "the model server broke"))])
+    server = await serve(lambda thread: ark.AgentRuntime(model, session_id=thread, max_model_retries=0))
+    events = await post(client, server.url, run_input("t1", "r1", user("hi")))
+    end = events[-1]
+    assert end["type"] == "RUN_ERROR" and end["code"] == "provider_server_error"
+    assert "the model server broke" in end["message"]
+    # the text that streamed before the failure was closed properly before the error
+    assert types(events).index("TEXT_MESSAGE_END") < len(events) - 1
+
+
+async def test_a_second_input_while_a_run_is_in_flight_is_refused(serve, client):
+    model = GatedModel([ark.ScriptedTurn(text=["first ", "second"]), "later"])
+    server = await serve(lambda thread: ark.AgentRuntime(model, session_id=thread))
+    async with client.stream("POST", server.url, json=run_input("t1", "r1", user("hi"))) as response:
+        lines = response.aiter_lines()
+        async for line in lines:
+            if line.startswith("data: ") and json.loads(line[6:])["type"] == "TEXT_MESSAGE_CONTENT":
+                break
+        other = await post(client, server.url, run_input("t1", "r2", user("again", "u2")))
+        assert other[-1]["type"] == "RUN_ERROR" and other[-1]["code"] == "run_already_active"
+        assert len(model.requests) == 1  # the refused input reached nothing
+        model.gate.set()
+        rest = [json.loads(line[6:]) async for line in lines if line.startswith("data: ")]
+    assert rest[-1]["type"] == "RUN_FINISHED" and rest[-1]["result"]["text"] == "first second"
+
+
+async def test_serve_listens_on_loopback_and_aclose_frees_the_port(client):
+    import socket
+
+    server = await ark.agui.serve(lambda thread: ark.AgentRuntime(ark.ScriptedModel(["hi"]), session_id=thread))
+    assert server.host == "127.0.0.1" and server.url == f"http://127.0.0.1:{server.port}/"
+    page = await client.get(server.url)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "<script>" in page.text and "src=" not in page.text  # the shipped page loads nothing from elsewhere
+    await server.aclose()
+    again = await ark.agui.serve(lambda thread: ark.AgentRuntime(ark.ScriptedModel(["hi"]), session_id=thread),
+                                 port=server.port)  # re-running the cell gets the same port
+    try:
+        assert (await client.get(again.url)).status_code == 200
+    finally:
+        await again.aclose()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(ark.ArkError, match="cannot listen on 127.0.0.1"):
+            await ark.agui.serve(lambda thread: None, port=busy.getsockname()[1])
+
+
+async def test_a_factory_that_builds_another_session_is_refused(serve, client):
+    server = await serve(lambda thread: ark.AgentRuntime(ark.ScriptedModel(["x"]), session_id="other"))
+    events = await post(client, server.url, run_input("t1", "r1", user("hi")))
+    assert events[-1]["code"] == "invalid_argument" and "session_id=thread_id" in events[-1]["message"]
