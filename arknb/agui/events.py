@@ -37,6 +37,9 @@ a refused request (bad resume, new     ``RUN_ERROR`` with the ``ArkError`` code;
 message while an interrupt is open)
 ====================================  ================================================================
 
+A burst of events published before the server could write goes out in one write, with
+adjacent text (or reasoning) fragments of one message joined into one content event.
+
 Other runtime events (state saves, approval bookkeeping, a sub-agent's republished
 events) have no AG-UI counterpart and are not sent. Message ids: a streamed assistant
 message is ``{run_id}:{turn}``; in ``MESSAGES_SNAPSHOT`` history messages are

@@ -27,11 +27,12 @@ import collections
 import inspect
 import socket
 from importlib import resources
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from ag_ui.core import (
-    BaseEvent, MessagesSnapshotEvent, PROTOCOL_VERSION, ResumeEntry, RunAgentInput, RunErrorEvent, RunFinishedEvent,
-    RunFinishedCancelledOutcome, RunFinishedInterruptOutcome, RunFinishedSuccessOutcome, RunStartedEvent, TokenUsage,
+    BaseEvent, MessagesSnapshotEvent, PROTOCOL_VERSION, ReasoningMessageContentEvent, ResumeEntry, RunAgentInput,
+    RunErrorEvent, RunFinishedEvent, RunFinishedCancelledOutcome, RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome, RunStartedEvent, TextMessageContentEvent, TokenUsage,
 )
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
@@ -141,9 +142,11 @@ class AguiApp:
             mapper = EventMapper(run_id)
             if handle is not None:
                 # What the run published since the last write goes out in one write (a turn's
-                # chunks often come in one burst); nothing waits for more to arrive.
+                # chunks often come in one burst), adjacent fragments of one message joined;
+                # nothing ever waits for more to arrive.
                 async for batch in events.until(handle):
-                    frames = [encode(out) for event in batch for out in mapper.translate(event)]
+                    frames = [encode(out) for out in _joined(out for event in batch
+                                                             for out in mapper.translate(event))]
                     if frames:
                         yield "".join(frames)
             closing = [encode(out) for out in mapper.close()]
@@ -321,6 +324,32 @@ class AguiApp:
         summary = {"stopReason": stop.value, "text": result.text} if result is not None else None
         return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome, result=summary, usage=usage,
                                 timestamp=now_ms())
+
+
+_FRAGMENTS = (TextMessageContentEvent, ReasoningMessageContentEvent)
+
+
+def _joined(events: Iterable[BaseEvent]) -> list[BaseEvent]:
+    """``events`` with adjacent text (or reasoning) fragments of one message joined into one.
+
+    They are sent in the same write anyway, so the client sees the same text at the same
+    moment, in fewer and smaller events."""
+    out: list[BaseEvent] = []
+    parts: list[str] = []
+    for event in events:
+        last = out[-1] if out else None
+        if (isinstance(event, _FRAGMENTS) and type(event) is type(last)
+                and event.message_id == last.message_id):
+            parts.append(event.delta)
+            continue
+        if len(parts) > 1:
+            out[-1] = type(last)(message_id=last.message_id, delta="".join(parts))
+        parts = [event.delta] if isinstance(event, _FRAGMENTS) else []
+        out.append(event)
+    if len(parts) > 1:
+        last = out[-1]
+        out[-1] = type(last)(message_id=last.message_id, delta="".join(parts))
+    return out
 
 
 def _known_call(runtime: AgentRuntime, call_id: str) -> bool:

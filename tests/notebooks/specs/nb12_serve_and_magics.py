@@ -79,7 +79,8 @@ server
 
 Here is a client in Python doing what the page does: it POSTs the input and reads the
 stream. A run always opens with `RUN_STARTED` and ends with exactly one `RUN_FINISHED`
-or `RUN_ERROR`; text arrives chunk by chunk; the dangerous call ends the run with an
+or `RUN_ERROR`; text arrives as the model writes it (fragments that reach the server's
+write together travel as one event); the dangerous call ends the run with an
 `interrupt` outcome that carries a readable message, the call's arguments and the JSON
 Schema of the answer it expects. Every event is checked against the official
 `ag-ui-protocol` types here.
@@ -105,8 +106,8 @@ async def send(body):
 
 events = await send({"threadId": "notebook-thread", "runId": "run-1",
                      "messages": [{"id": "u1", "role": "user", "content": "Please clear the cache at /tmp/cache."}]})
-print("events:", " ".join(e["type"] for e in events if e["type"] != "STEP_STARTED" and e["type"] != "STEP_FINISHED"))
-print("streamed text:", [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"])
+print("events:", " ".join(dict.fromkeys(e["type"] for e in events if not e["type"].startswith("STEP_"))))
+print("streamed text:", "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"))
 [interrupt] = events[-1]["outcome"]["interrupts"]
 print("interrupt:", interrupt["message"])
 print("arguments:", interrupt["metadata"]["arknb"]["arguments"])
@@ -121,7 +122,7 @@ the same interrupt again gets the decision on record, and nothing runs twice.
     code("""
 approve = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
 events = await send({"threadId": "notebook-thread", "runId": "run-2", "messages": [], "resume": approve})
-print("events:", " ".join(e["type"] for e in events if e["type"] != "STEP_STARTED" and e["type"] != "STEP_FINISHED"))
+print("events:", " ".join(dict.fromkeys(e["type"] for e in events if not e["type"].startswith("STEP_"))))
 print("result:", events[-1]["result"])
 print("cleared:", CLEARED)
 
