@@ -7,7 +7,8 @@ small chat page (no CDN) that talks to it. ``threadId`` is the session id: the a
 it, so a durable store makes threads survive a restart of the server. How runtime
 events become AG-UI events is the table in :mod:`arknb.agui.events`; interrupts and
 resume are :mod:`arknb.agui.interrupts`; client-declared tools are
-:mod:`arknb.agui.client_tools`.
+:mod:`arknb.agui.client_tools`; checking an input against its thread and acting on it is
+:mod:`arknb.agui._inputs`.
 
 What a request does, in order: read the input (a malformed one is HTTP 422 naming the
 problem); open the stream (``RUN_STARTED``; ``MESSAGES_SNAPSHOT`` on a thread with
@@ -30,9 +31,8 @@ from importlib import resources
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from ag_ui.core import (
-    BaseEvent, MessagesSnapshotEvent, PROTOCOL_VERSION, ReasoningMessageContentEvent, ResumeEntry, RunAgentInput,
-    RunErrorEvent, RunFinishedEvent, RunFinishedCancelledOutcome, RunFinishedInterruptOutcome,
-    RunFinishedSuccessOutcome, RunStartedEvent, TextMessageContentEvent, TokenUsage,
+    BaseEvent, MessagesSnapshotEvent, PROTOCOL_VERSION, ReasoningMessageContentEvent, RunAgentInput, RunErrorEvent,
+    RunStartedEvent, TextMessageContentEvent,
 )
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
@@ -41,33 +41,16 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from arknb.domain import AgentMessage, ArkError, ErrorCode, ErrorLayer
-from arknb.runtime import AgentRunResult, AgentRuntime, RunHandle, StopReason
-from arknb.state import PendingApprovalItem
+from arknb.domain import ArkError, ErrorCode, ErrorLayer
+from arknb.runtime import AgentRuntime, RunHandle
 
-from .client_tools import CLIENT_TOOL_KIND, ClientTool
+from ._inputs import act, check, terminal
 from .events import EventMapper, now_ms
-from .interrupts import decide, to_interrupt, validate_payload
-from .messages import new_messages, snapshot, to_result, to_user_message
+from .messages import snapshot
 
 __all__ = ["AguiApp", "AguiServer", "app", "serve"]
 
 RuntimeFactory = Callable[[str], "AgentRuntime | Awaitable[AgentRuntime]"]
-_SUCCESS = (StopReason.COMPLETED, StopReason.STOPPED, StopReason.SUSPENDED)
-
-
-def _refusal(code: str, message: str, layer: ErrorLayer = ErrorLayer.DECODE) -> ArkError:
-    return ArkError(layer, code, message)
-
-
-class _Plan:
-    """What a checked request will do (built before anything is changed)."""
-
-    def __init__(self) -> None:
-        self.decisions: list[tuple[PendingApprovalItem, ResumeEntry]] = []
-        self.client_results: list[tuple[ClientTool, str, Any]] = []
-        self.user_messages: list[AgentMessage] = []
-        self.tools: list[Any] = []
 
 
 class AguiApp:
@@ -129,9 +112,9 @@ class AguiApp:
                 if runtime.history:
                     yield encode(MessagesSnapshotEvent(messages=snapshot(runtime.history), timestamp=now_ms()))
                 async with self._locks[thread_id]:
-                    plan = self._check(runtime, run_input)
+                    plan = check(runtime, run_input)
                     events = _Inbox(runtime)
-                    handle = await self._act(runtime, plan)
+                    handle = await act(runtime, plan)
             except ArkError as exc:
                 yield encode(RunErrorEvent(message=exc.message, code=exc.code, timestamp=now_ms()))
                 return
@@ -150,7 +133,7 @@ class AguiApp:
                     if frames:
                         yield "".join(frames)
             closing = [encode(out) for out in mapper.close()]
-            yield "".join(closing) + encode(self._terminal(runtime, run_input, handle))
+            yield "".join(closing) + encode(terminal(runtime, run_input, handle))
         except BaseException:
             # The client went away (or the server stops): the run ends with it.
             if handle is not None and not handle.done:
@@ -172,158 +155,14 @@ class AguiApp:
             if inspect.isawaitable(made):
                 made = await made
             if not isinstance(made, AgentRuntime):
-                raise _refusal(ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) returned "
-                               f"{type(made).__name__}, not an AgentRuntime", ErrorLayer.CONFIG)
+                raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) "
+                               f"returned {type(made).__name__}, not an AgentRuntime")
             if made.session_id != thread_id:
-                raise _refusal(ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) returned the runtime of "
-                               f"session {made.session_id!r}; build it with session_id=thread_id (the thread is "
-                               "the session)", ErrorLayer.CONFIG)
+                raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) "
+                               f"returned the runtime of session {made.session_id!r}; build it with "
+                               "session_id=thread_id (the thread is the session)")
             self._threads[thread_id] = made
             return made
-
-    def _check(self, runtime: AgentRuntime, run_input: RunAgentInput) -> _Plan:
-        """What the request will do; raises the refusal if it does not fit the thread."""
-        thread = run_input.thread_id
-        if runtime.is_running:
-            raise _refusal(ErrorCode.RUN_ALREADY_ACTIVE, f"thread {thread!r} has a run in progress; wait for its "
-                           "RUN_FINISHED before sending the next input", ErrorLayer.RUNTIME)
-        plan = _Plan()
-        pending = runtime.controller.list_pending_approvals()
-        by_id = {item.approval_id: item for item in pending}
-        for_person = [item for item in pending if item.kind != CLIENT_TOOL_KIND]
-        for_client = {item.tool_call.id: item for item in pending if item.kind == CLIENT_TOOL_KIND}
-        fresh = new_messages(run_input.messages)
-        plan.user_messages = [to_user_message(m) for m in fresh if m.role == "user"]
-        resume = run_input.resume or []
-        if resume and plan.user_messages:
-            raise _refusal(ErrorCode.AGUI_INPUT_INVALID, "an input carries either resume entries or a new message, "
-                           "not both: answer the interrupts first, then send the message")
-        seen: set[str] = set()
-        recorded = {r.approval_id: r for r in runtime.state.resolved_approvals}
-        already = []
-        for entry in resume:
-            if entry.interrupt_id in seen:
-                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"interrupt {entry.interrupt_id!r} is answered twice "
-                               "in one input")
-            seen.add(entry.interrupt_id)
-            item = by_id.get(entry.interrupt_id)
-            if item is not None and item.kind != CLIENT_TOOL_KIND:
-                validate_payload(item, entry)
-                plan.decisions.append((item, entry))
-            elif item is not None:
-                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"{entry.interrupt_id!r} is the client's own tool call "
-                               f"{item.tool_call.name}: answer it with a tool message (toolCallId "
-                               f"{item.tool_call.id!r}), not a resume entry")
-            elif entry.interrupt_id in recorded:
-                already.append(recorded[entry.interrupt_id])
-            elif not for_person:
-                raise _refusal(ErrorCode.NOTHING_TO_RESUME, f"thread {thread!r} has nothing pending, so interrupt "
-                               f"{entry.interrupt_id!r} cannot be resumed; send a new message instead",
-                               ErrorLayer.RUNTIME)
-            else:
-                raise _refusal(ErrorCode.INTERRUPT_NOT_FOUND, f"thread {thread!r} has no interrupt "
-                               f"{entry.interrupt_id!r}; its open interrupts are "
-                               f"{', '.join(repr(i.approval_id) for i in for_person)}", ErrorLayer.RUNTIME)
-        if already and not plan.decisions:
-            record = already[0]
-            raise _refusal(ErrorCode.APPROVAL_ALREADY_RESOLVED, f"interrupt {record.approval_id!r} "
-                           f"({record.tool_name}) was already decided {record.decision.value}; its batch has "
-                           "resolved, nothing was changed and nothing runs again", ErrorLayer.RUNTIME)
-        for message in fresh:
-            if message.role != "tool":
-                continue
-            item = for_client.get(message.tool_call_id)
-            if item is None:
-                if _known_call(runtime, message.tool_call_id):
-                    continue  # a result the client echoes back (from TOOL_CALL_RESULT): already known here
-                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"tool message {message.id!r} answers call "
-                               f"{message.tool_call_id!r}, which no client tool of thread {thread!r} waits for")
-            tool = runtime.tools.get(item.tool_call.name)
-            if not isinstance(tool, ClientTool):
-                raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"call {message.tool_call_id!r} was made to client tool "
-                               f"{item.tool_call.name!r}, which this server no longer has")
-            plan.client_results.append((tool, message.tool_call_id, to_result(message)))
-        unanswered = set(for_client) - {call_id for _, call_id, _ in plan.client_results}
-        if plan.user_messages and for_person:
-            raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for a person: resume "
-                           f"its interrupts ({', '.join(repr(i.approval_id) for i in for_person)}) before sending "
-                           "a new message", ErrorLayer.SECURITY)
-        if plan.user_messages and (unanswered or plan.client_results):
-            waiting = sorted(unanswered) or [call_id for _, call_id, _ in plan.client_results]
-            raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for the results of "
-                           f"client tool calls {', '.join(map(repr, waiting))}: send them as tool messages "
-                           "first, then the new message", ErrorLayer.SECURITY)
-        plan.tools = self._client_tools(runtime, run_input)
-        return plan
-
-    def _client_tools(self, runtime: AgentRuntime, run_input: RunAgentInput) -> list[Any]:
-        found = []
-        for declared in run_input.tools or ():
-            existing = runtime.tools.get(declared.name)
-            if existing is not None and not isinstance(existing, ClientTool):
-                raise _refusal(ErrorCode.INVALID_ARGUMENT, f"the client declares a tool {declared.name!r}, but the "
-                               "agent already has a tool of that name; rename the client's tool", ErrorLayer.CONFIG)
-            found.append(declared)
-        return found
-
-    async def _act(self, runtime: AgentRuntime, plan: _Plan) -> RunHandle | None:
-        for declared in plan.tools:
-            existing = runtime.tools.get(declared.name)
-            if existing is None or not existing.same_as(declared.description, declared.parameters):
-                runtime.tools.register(ClientTool(declared.name, declared.description, declared.parameters),
-                                       replace=True)
-        for item, entry in plan.decisions:
-            decided = await decide(runtime.controller, item, entry)
-            if not decided.ok and decided.error is not None and \
-                    decided.error.code != ErrorCode.APPROVAL_ALREADY_RESOLVED:
-                raise decided.error.to_error()
-        for tool, call_id, result in plan.client_results:
-            tool.give_result(call_id, result)
-        for item in runtime.controller.list_pending_approvals():
-            if item.kind == CLIENT_TOOL_KIND and any(call_id == item.tool_call.id
-                                                     for _, call_id, _ in plan.client_results):
-                decided = await runtime.controller.approve(item.approval_id)
-                if not decided.ok and decided.error is not None:
-                    raise decided.error.to_error()
-        if plan.user_messages:
-            return runtime.start(plan.user_messages)
-        return runtime.current_run
-
-    def _terminal(self, runtime: AgentRuntime, run_input: RunAgentInput, handle: RunHandle | None) -> BaseEvent:
-        thread_id, run_id = run_input.thread_id, run_input.run_id
-        result: AgentRunResult | None = None
-        if handle is not None:
-            task = handle.task
-            if task.cancelled():
-                return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=RunFinishedCancelledOutcome(),
-                                        timestamp=now_ms())
-            error = task.exception()
-            if error is not None:
-                code = error.code if isinstance(error, ArkError) else ErrorCode.INTERNAL_ERROR.value
-                return RunErrorEvent(message=getattr(error, "message", str(error)), code=code, timestamp=now_ms())
-            result = task.result()
-        usage = _usage(result)
-        stop = result.stop_reason if result is not None else None
-        if result is not None and stop not in _SUCCESS and stop not in (StopReason.AWAITING_APPROVAL,
-                                                                          StopReason.CANCELLED):
-            error = result.error
-            return RunErrorEvent(message=error.message if error else f"the run ended {stop.value}",
-                                 code=error.code if error else stop.value, usage=usage, timestamp=now_ms())
-        if stop is StopReason.CANCELLED:
-            return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=RunFinishedCancelledOutcome(),
-                                    usage=usage, timestamp=now_ms())
-        pending = runtime.controller.list_pending_approvals()
-        for_person = [item for item in pending if item.kind != CLIENT_TOOL_KIND]
-        batch = runtime.controller.pending_batch()
-        if for_person:
-            interrupts = [to_interrupt(item, batch.batch_id if batch else None) for item in for_person]
-            return RunFinishedEvent(thread_id=thread_id, run_id=run_id, usage=usage, timestamp=now_ms(),
-                                    outcome=RunFinishedInterruptOutcome(interrupts=interrupts))
-        waiting = [item.tool_call.id for item in pending if item.kind == CLIENT_TOOL_KIND]
-        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=waiting or None)
-        summary = {"stopReason": stop.value, "text": result.text} if result is not None else None
-        return RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome, result=summary, usage=usage,
-                                timestamp=now_ms())
 
 
 _FRAGMENTS = (TextMessageContentEvent, ReasoningMessageContentEvent)
@@ -350,20 +189,6 @@ def _joined(events: Iterable[BaseEvent]) -> list[BaseEvent]:
         last = out[-1]
         out[-1] = type(last)(message_id=last.message_id, delta="".join(parts))
     return out
-
-
-def _known_call(runtime: AgentRuntime, call_id: str) -> bool:
-    batch = runtime.controller.pending_batch()
-    messages = list(runtime.history) + ([batch.model_message] if batch is not None else [])
-    return any(call.id == call_id for message in messages for call in message.tool_calls)
-
-
-def _usage(result: AgentRunResult | None) -> list[TokenUsage] | None:
-    if result is None or not (result.usage.input_tokens or result.usage.output_tokens):
-        return None
-    u = result.usage
-    return [TokenUsage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                       total_tokens=u.input_tokens + u.output_tokens, reasoning_tokens=u.reasoning_tokens or None)]
 
 
 class _Inbox:
