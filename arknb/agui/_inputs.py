@@ -51,20 +51,40 @@ def check(runtime: AgentRuntime, run_input: RunAgentInput) -> Plan:
     if runtime.is_running:
         raise _refusal(ErrorCode.RUN_ALREADY_ACTIVE, f"thread {thread!r} has a run in progress; wait for its "
                        "RUN_FINISHED before sending the next input", ErrorLayer.RUNTIME)
-    plan = Plan()
     pending = runtime.controller.list_pending_approvals()
-    by_id = {item.approval_id: item for item in pending}
     for_person = [item for item in pending if item.kind != CLIENT_TOOL_KIND]
     for_client = {item.tool_call.id: item for item in pending if item.kind == CLIENT_TOOL_KIND}
     fresh = new_messages(run_input.messages)
+    plan = Plan()
     plan.user_messages = [to_user_message(m) for m in fresh if m.role == "user"]
-    resume = run_input.resume or []
-    if resume and plan.user_messages:
+    if run_input.resume and plan.user_messages:
         raise _refusal(ErrorCode.AGUI_INPUT_INVALID, "an input carries either resume entries or a new message, "
                        "not both: answer the interrupts first, then send the message")
-    seen: set[str] = set()
+    plan.decisions = _decisions(runtime, thread, run_input.resume or [], pending, for_person)
+    plan.client_results = _client_results(runtime, thread, fresh, for_client)
+    if plan.user_messages and for_person:
+        raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for a person: resume "
+                       f"its interrupts ({_ids(for_person)}) before sending a new message", ErrorLayer.SECURITY)
+    answered = [call_id for _, call_id, _ in plan.client_results]
+    if plan.user_messages and for_client:
+        waiting = sorted(set(for_client) - set(answered)) or answered
+        raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for the results of "
+                       f"client tool calls {', '.join(map(repr, waiting))}: send them as tool messages "
+                       "first, then the new message", ErrorLayer.SECURITY)
+    plan.tools = _client_tools(runtime, run_input)
+    return plan
+
+
+def _ids(items: list[PendingApprovalItem]) -> str:
+    return ", ".join(repr(item.approval_id) for item in items)
+
+
+def _decisions(runtime: AgentRuntime, thread: str, resume: list[ResumeEntry], pending: list[PendingApprovalItem],
+               for_person: list[PendingApprovalItem]) -> list[tuple[PendingApprovalItem, ResumeEntry]]:
+    """The resume entries paired with the items they decide (their payloads checked)."""
+    by_id = {item.approval_id: item for item in pending}
     recorded = {r.approval_id: r for r in runtime.state.resolved_approvals}
-    already = []
+    decisions, already, seen = [], [], set()
     for entry in resume:
         if entry.interrupt_id in seen:
             raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"interrupt {entry.interrupt_id!r} is answered twice "
@@ -73,7 +93,7 @@ def check(runtime: AgentRuntime, run_input: RunAgentInput) -> Plan:
         item = by_id.get(entry.interrupt_id)
         if item is not None and item.kind != CLIENT_TOOL_KIND:
             validate_payload(item, entry)
-            plan.decisions.append((item, entry))
+            decisions.append((item, entry))
         elif item is not None:
             raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"{entry.interrupt_id!r} is the client's own tool call "
                            f"{item.tool_call.name}: answer it with a tool message (toolCallId "
@@ -86,13 +106,20 @@ def check(runtime: AgentRuntime, run_input: RunAgentInput) -> Plan:
                            ErrorLayer.RUNTIME)
         else:
             raise _refusal(ErrorCode.INTERRUPT_NOT_FOUND, f"thread {thread!r} has no interrupt "
-                           f"{entry.interrupt_id!r}; its open interrupts are "
-                           f"{', '.join(repr(i.approval_id) for i in for_person)}", ErrorLayer.RUNTIME)
-    if already and not plan.decisions:
+                           f"{entry.interrupt_id!r}; its open interrupts are {_ids(for_person)}", ErrorLayer.RUNTIME)
+    if already and not decisions:
+        # The same answer as the controller's for a repeated decision (DESIGN §7): the one on record.
         record = already[0]
         raise _refusal(ErrorCode.APPROVAL_ALREADY_RESOLVED, f"interrupt {record.approval_id!r} "
                        f"({record.tool_name}) was already decided {record.decision.value}; its batch has "
                        "resolved, nothing was changed and nothing runs again", ErrorLayer.RUNTIME)
+    return decisions
+
+
+def _client_results(runtime: AgentRuntime, thread: str, fresh: list[Any],
+                    for_client: dict[str, PendingApprovalItem]) -> list[tuple[ClientTool, str, Any]]:
+    """The new tool messages as results for the client tool calls they answer."""
+    results = []
     for message in fresh:
         if message.role != "tool":
             continue
@@ -106,21 +133,12 @@ def check(runtime: AgentRuntime, run_input: RunAgentInput) -> Plan:
         if not isinstance(tool, ClientTool):
             raise _refusal(ErrorCode.AGUI_INPUT_INVALID, f"call {message.tool_call_id!r} was made to client tool "
                            f"{item.tool_call.name!r}, which this server no longer has")
-        plan.client_results.append((tool, message.tool_call_id, to_result(message)))
-    unanswered = set(for_client) - {call_id for _, call_id, _ in plan.client_results}
-    if plan.user_messages and for_person:
-        raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for a person: resume "
-                       f"its interrupts ({', '.join(repr(i.approval_id) for i in for_person)}) before sending "
-                       "a new message", ErrorLayer.SECURITY)
-    if plan.user_messages and (unanswered or plan.client_results):
-        waiting = sorted(unanswered) or [call_id for _, call_id, _ in plan.client_results]
-        raise _refusal(ErrorCode.PENDING_APPROVAL_BLOCKS_INPUT, f"thread {thread!r} waits for the results of "
-                       f"client tool calls {', '.join(map(repr, waiting))}: send them as tool messages "
-                       "first, then the new message", ErrorLayer.SECURITY)
-    plan.tools = _client_tools(runtime, run_input)
-    return plan
+        results.append((tool, message.tool_call_id, to_result(message)))
+    return results
+
 
 def _client_tools(runtime: AgentRuntime, run_input: RunAgentInput) -> list[Any]:
+    """The tools the client declares (refused if one would shadow a tool of the agent)."""
     found = []
     for declared in run_input.tools or ():
         existing = runtime.tools.get(declared.name)
@@ -130,7 +148,9 @@ def _client_tools(runtime: AgentRuntime, run_input: RunAgentInput) -> list[Any]:
         found.append(declared)
     return found
 
+
 async def act(runtime: AgentRuntime, plan: Plan) -> RunHandle | None:
+    """Carry out a checked plan; the handle of the run it starts or continues (None: no run)."""
     for declared in plan.tools:
         existing = runtime.tools.get(declared.name)
         if existing is None or not existing.same_as(declared.description, declared.parameters):
@@ -155,6 +175,7 @@ async def act(runtime: AgentRuntime, plan: Plan) -> RunHandle | None:
 
 
 def terminal(runtime: AgentRuntime, run_input: RunAgentInput, handle: RunHandle | None) -> BaseEvent:
+    """The one RUN_FINISHED / RUN_ERROR that ends the stream, from how the run ended."""
     thread_id, run_id = run_input.thread_id, run_input.run_id
     result: AgentRunResult | None = None
     if handle is not None:
