@@ -102,7 +102,6 @@ class AguiApp:
         thread_id, run_id = run_input.thread_id, run_input.run_id
         yield encode(RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION,
                                      timestamp=now_ms()))
-        runtime: AgentRuntime | None = None
         events: _Inbox | None = None
         handle: RunHandle | None = None
         try:
@@ -115,25 +114,25 @@ class AguiApp:
                     plan = check(runtime, run_input)
                     events = _Inbox(runtime)
                     handle = await act(runtime, plan)
-            except ArkError as exc:
-                yield encode(RunErrorEvent(message=exc.message, code=exc.code, timestamp=now_ms()))
-                return
+                mapper = EventMapper(run_id)
+                if handle is not None:
+                    # What the run published since the last write goes out in one write (a turn's
+                    # chunks often come in one burst), adjacent fragments of one message joined;
+                    # nothing ever waits for more to arrive.
+                    async for batch in events.until(handle):
+                        frames = [encode(out) for out in _joined(out for event in batch
+                                                                 for out in mapper.translate(event))]
+                        if frames:
+                            yield "".join(frames)
+                last = "".join(encode(out) for out in mapper.close()) + encode(terminal(runtime, run_input, handle))
+            except ArkError as exc:  # a refusal (nothing ran), or a decision the runtime refused
+                last = encode(RunErrorEvent(message=exc.message, code=exc.code, timestamp=now_ms()))
             except Exception as exc:  # a bug, or a factory that raised: still one RUN_ERROR, naming it
-                yield encode(RunErrorEvent(message=f"{type(exc).__name__}: {exc}",
-                                           code=ErrorCode.INTERNAL_ERROR.value, timestamp=now_ms()))
-                return
-            mapper = EventMapper(run_id)
-            if handle is not None:
-                # What the run published since the last write goes out in one write (a turn's
-                # chunks often come in one burst), adjacent fragments of one message joined;
-                # nothing ever waits for more to arrive.
-                async for batch in events.until(handle):
-                    frames = [encode(out) for out in _joined(out for event in batch
-                                                             for out in mapper.translate(event))]
-                    if frames:
-                        yield "".join(frames)
-            closing = [encode(out) for out in mapper.close()]
-            yield "".join(closing) + encode(terminal(runtime, run_input, handle))
+                if handle is not None and not handle.done:
+                    handle.cancel()
+                last = encode(RunErrorEvent(message=f"{type(exc).__name__}: {exc}",
+                                            code=ErrorCode.INTERNAL_ERROR.value, timestamp=now_ms()))
+            yield last
         except BaseException:
             # The client went away (or the server stops): the run ends with it.
             if handle is not None and not handle.done:

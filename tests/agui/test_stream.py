@@ -205,3 +205,12 @@ async def test_a_factory_that_builds_another_session_is_refused(serve, client):
     server = await serve(lambda thread: ark.AgentRuntime(ark.ScriptedModel(["x"]), session_id="other"))
     events = await post(client, server.url, run_input("t1", "r1", user("hi")))
     assert events[-1]["code"] == "invalid_argument" and "session_id=thread_id" in events[-1]["message"]
+
+
+async def test_a_factory_that_raises_still_ends_the_stream_with_one_run_error(serve, client):
+    def factory(thread):
+        raise RuntimeError("no database today")
+
+    server = await serve(factory)
+    events = await post(client, server.url, run_input("t1", "r1", user("hi")))
+    assert events[-1]["code"] == "internal_error" and "no database today" in events[-1]["message"]
