@@ -56,7 +56,8 @@ RuntimeFactory = Callable[[str], "AgentRuntime | Awaitable[AgentRuntime]"]
 class AguiApp:
     """The ASGI app of :func:`app` (mount it anywhere an ASGI app goes)."""
 
-    def __init__(self, runtime_factory: RuntimeFactory, *, page: bool = True) -> None:
+    def __init__(self, runtime_factory: RuntimeFactory, *, page: bool = True,
+                 cors_origins: tuple[str, ...] | list[str] = ()) -> None:
         if not callable(runtime_factory):
             raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
                            f"runtime_factory must be a callable thread_id -> AgentRuntime, got "
@@ -68,7 +69,14 @@ class AguiApp:
         routes = [Route("/", self._post, methods=["POST"])]
         if page:
             routes.append(Route("/", self._page, methods=["GET"]))
-        self._asgi = Starlette(routes=routes)
+        middleware = []
+        if cors_origins:  # a page served from another origin (a front-end dev server) may call it
+            from starlette.middleware import Middleware
+            from starlette.middleware.cors import CORSMiddleware
+
+            middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
+                                         allow_headers=["content-type", "accept"]))
+        self._asgi = Starlette(routes=routes, middleware=middleware)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self._asgi(scope, receive, send)
@@ -266,7 +274,8 @@ async def _disconnect(receive: Any) -> None:
         pass
 
 
-def app(runtime_factory: RuntimeFactory, *, page: bool = True) -> AguiApp:
+def app(runtime_factory: RuntimeFactory, *, page: bool = True,
+        cors_origins: tuple[str, ...] | list[str] = ()) -> AguiApp:
     """An ASGI app serving ``runtime_factory``'s agents over AG-UI 1.0 (DESIGN §18).
 
     Args:
@@ -274,11 +283,13 @@ def app(runtime_factory: RuntimeFactory, *, page: bool = True) -> AguiApp:
             thread; build the runtime with ``session_id=thread_id`` (and a durable store
             for threads that survive a restart).
         page: also serve the small chat page at ``GET /``.
+        cors_origins: origins of pages elsewhere allowed to call it (e.g.
+            ``["http://localhost:3000"]``); none by default (same origin only).
 
     Example:
         >>> asgi = ark.agui.app(lambda thread: ark.AgentRuntime(model, session_id=thread))  # doctest: +SKIP
     """
-    return AguiApp(runtime_factory, page=page)
+    return AguiApp(runtime_factory, page=page, cors_origins=cors_origins)
 
 
 class AguiServer:
@@ -310,7 +321,7 @@ class AguiServer:
 
 
 async def serve(runtime_factory: RuntimeFactory | AguiApp, *, host: str = "127.0.0.1", port: int = 0,
-                page: bool = True) -> AguiServer:
+                page: bool = True, cors_origins: tuple[str, ...] | list[str] = ()) -> AguiServer:
     """Serve the agents on the running loop (a notebook's kernel loop) and return at once.
 
     Args:
@@ -318,13 +329,15 @@ async def serve(runtime_factory: RuntimeFactory | AguiApp, *, host: str = "127.0
         host: the address to listen on (loopback by default).
         port: the port (0: a free one; see ``server.port``).
         page: also serve the chat page at ``GET /``.
+        cors_origins: as for :func:`app`.
 
     Returns:
         An :class:`AguiServer`; ``await server.aclose()`` stops it.
     """
     import uvicorn
 
-    asgi = runtime_factory if isinstance(runtime_factory, AguiApp) else app(runtime_factory, page=page)
+    asgi = (runtime_factory if isinstance(runtime_factory, AguiApp)
+            else app(runtime_factory, page=page, cors_origins=cors_origins))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -214,3 +214,17 @@ async def test_a_factory_that_raises_still_ends_the_stream_with_one_run_error(se
     server = await serve(factory)
     events = await post(client, server.url, run_input("t1", "r1", user("hi")))
     assert events[-1]["code"] == "internal_error" and "no database today" in events[-1]["message"]
+
+
+async def test_pages_of_other_origins_are_allowed_only_when_named(serve, client):
+    factory = lambda thread: ark.AgentRuntime(ark.ScriptedModel(["hi"]), session_id=thread)  # noqa: E731
+    preflight = {"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "content-type"}
+    closed = await serve(factory)
+    answer = await client.options(closed.url, headers=preflight)
+    assert "access-control-allow-origin" not in answer.headers
+    opened = await serve(factory, cors_origins=["http://localhost:3000"])
+    answer = await client.options(opened.url, headers=preflight)
+    assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "http://localhost:3000"
+    events = await post(client, opened.url, run_input("t1", "r1", user("hello")))
+    assert events[-1]["type"] == "RUN_FINISHED"
