@@ -198,9 +198,8 @@ def _summary(name: str, runtime: AgentRuntime) -> list[str]:
 
 def _show(header: list[str], rows: list[list[str]], title: str | None = None) -> None:
     """A table as HTML (escaped) with a plain-text twin."""
-    cells = "".join(
-        "<tr>" + "".join(f"<td style='text-align:left;white-space:pre-wrap;vertical-align:top'>{html.escape(str(c))}</td>"
-                         for c in row) + "</tr>" for row in rows)
+    cell = "<td style='text-align:left;white-space:pre-wrap;vertical-align:top'>{}</td>"
+    cells = "".join("<tr>" + "".join(cell.format(html.escape(str(c))) for c in row) + "</tr>" for row in rows)
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in header)
     caption = f"<caption style='text-align:left'>{html.escape(title)}</caption>" if title else ""
     page = f"<table class='arknb-magic'>{caption}<thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>"

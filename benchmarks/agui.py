@@ -9,10 +9,11 @@ The workload of ``workload.py`` (10 turns, 20 text chunks each, 9 tool calls) ru
 
 Measured twice: with the server in a process of its own (a deployment) and with the server
 on this process's loop (a notebook serving its own agent). Printed: medians of time to the
-first text event and of the total time, and their ratios (target total <= 1.3x); bytes on the wire per model text chunk (whole body / chunks, and
-one TEXT_MESSAGE_CONTENT frame; fragments that reach one write together are joined, so
-there may be fewer text events than model chunks, never less text); then 20 threads run at once on one server, each checked
-(RUN_FINISHED success, every chunk, every tool result): errors must be 0.
+first text event and of the total time, and their ratios (target total <= 1.3x); bytes on
+the wire per model text chunk (whole body / chunks, and one TEXT_MESSAGE_CONTENT frame;
+fragments that reach one write together are joined, so there may be fewer text events than
+model chunks, never less text); then 20 threads run at once on one server, each checked
+(RUN_FINISHED success, all the text, every tool result): errors must be 0.
 
 Usage: python benchmarks/agui.py [--reps 30] [--concurrent 20]
 """

@@ -74,8 +74,8 @@ class AguiApp:
             from starlette.middleware import Middleware
             from starlette.middleware.cors import CORSMiddleware
 
-            middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
-                                         allow_headers=["content-type", "accept"]))
+            middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_origins),
+                                         allow_methods=["GET", "POST"], allow_headers=["content-type", "accept"]))
         self._asgi = Starlette(routes=routes, middleware=middleware)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
