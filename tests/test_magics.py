@@ -123,6 +123,12 @@ def test_magics_in_a_real_kernel(kernel):
 
     hooks = run(kernel, "%arknb hooks demo").all_text  # by session id too
     assert "before_tool_call | policy, audit, approval_policy (built-in)" in hooks
+    # an extension's hooks run after the user's, before the built-in policy; its tools are listed by source
+    run(kernel, "planned = ark.AgentRuntime(ark.ScriptedModel(['x']), plan_mode=ark.PlanMode.REVIEW, "
+                "session_id='planned')")
+    assert "before_tool_call | plan:plan_mode, approval_policy (built-in)" in run(kernel, "%arknb hooks planned").all_text
+    assert "extension plan: write_todos" in run(kernel, "%arknb").all_text
+    run(kernel, "del planned")
 
     # new input while the approval is open: the runtime's refusal, as a clear message
     refused = run(kernel, "%%chat\nsomething else", ok=False)
