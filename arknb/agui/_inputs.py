@@ -42,11 +42,16 @@ class Plan:
         self.decisions: list[tuple[PendingApprovalItem, ResumeEntry]] = []
         self.client_results: list[tuple[ClientTool, str, Any]] = []
         self.user_messages: list[AgentMessage] = []
+        self.user_ids: list[str] = []
         self.tools: list[Any] = []
 
 
-def check(runtime: AgentRuntime, run_input: RunAgentInput) -> Plan:
-    """What the request will do; raises the refusal if it does not fit the thread."""
+def check(runtime: AgentRuntime, run_input: RunAgentInput, taken: set[str] | frozenset[str] = frozenset()) -> Plan:
+    """What the request will do; raises the refusal if it does not fit the thread.
+
+    ``taken``: ids of user messages this thread already ran; a client that sends the same
+    input again (a retry after a lost connection) does not run it twice.
+    """
     thread = run_input.thread_id
     if runtime.is_running:
         raise _refusal(ErrorCode.RUN_ALREADY_ACTIVE, f"thread {thread!r} has a run in progress; wait for its "
@@ -54,9 +59,10 @@ def check(runtime: AgentRuntime, run_input: RunAgentInput) -> Plan:
     pending = runtime.controller.list_pending_approvals()
     for_person = [item for item in pending if item.kind != CLIENT_TOOL_KIND]
     for_client = {item.tool_call.id: item for item in pending if item.kind == CLIENT_TOOL_KIND}
-    fresh = new_messages(run_input.messages)
+    fresh = [m for m in new_messages(run_input.messages) if not (m.role == "user" and m.id in taken)]
     plan = Plan()
     plan.user_messages = [to_user_message(m) for m in fresh if m.role == "user"]
+    plan.user_ids = [m.id for m in fresh if m.role == "user"]
     if run_input.resume and plan.user_messages:
         raise _refusal(ErrorCode.AGUI_INPUT_INVALID, "an input carries either resume entries or a new message, "
                        "not both: answer the interrupts first, then send the message")

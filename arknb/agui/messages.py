@@ -4,7 +4,8 @@ A thread's history lives on the server (``threadId`` is the session id), so of t
 messages a client sends only those after the last assistant message are new: the
 trailing user messages (the new input) and tool messages (results of the client's own
 tools). A client that sends the whole conversation or only the new message is read
-the same way. ``MESSAGES_SNAPSHOT`` carries the history with ids ``m{index}``.
+the same way; the server skips a user message whose id the thread already ran (a client
+retrying an input after a lost connection). ``MESSAGES_SNAPSHOT`` carries the history with ids ``m{index}``.
 """
 
 from __future__ import annotations

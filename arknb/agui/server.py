@@ -65,6 +65,8 @@ class AguiApp:
         self._factory = runtime_factory
         self._threads: dict[str, AgentRuntime] = {}
         self._locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        # Per thread, the ids of the user messages it ran (in memory, bounded): a retried input is not run twice.
+        self._taken: dict[str, collections.deque] = collections.defaultdict(lambda: collections.deque(maxlen=256))
         self._encoder = EventEncoder()
         routes = [Route("/", self._post, methods=["POST"])]
         if page:
@@ -119,9 +121,10 @@ class AguiApp:
                 if runtime.history:
                     yield encode(MessagesSnapshotEvent(messages=snapshot(runtime.history), timestamp=now_ms()))
                 async with self._locks[thread_id]:
-                    plan = check(runtime, run_input)
+                    plan = check(runtime, run_input, frozenset(self._taken[thread_id]))
                     events = _Inbox(runtime)
                     handle = await act(runtime, plan)
+                    self._taken[thread_id].extend(plan.user_ids)
                 mapper = EventMapper(run_id)
                 if handle is not None:
                     # What the run published since the last write goes out in one write (a turn's

@@ -228,3 +228,15 @@ async def test_pages_of_other_origins_are_allowed_only_when_named(serve, client)
     assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "http://localhost:3000"
     events = await post(client, opened.url, run_input("t1", "r1", user("hello")))
     assert events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_the_same_input_sent_again_does_not_run_twice(serve, client):
+    model = ark.ScriptedModel(["Hello!", "never"])
+    server = await serve(lambda thread: ark.AgentRuntime(model, session_id=thread))
+    body = run_input("t1", "r1", user("hi", "u-42"))
+    first = await post(client, server.url, body)
+    again = await post(client, server.url, body)  # a retry after a lost connection
+    assert first[-1]["result"]["text"] == "Hello!"
+    assert again[-1]["type"] == "RUN_FINISHED" and "result" not in again[-1]  # nothing ran
+    assert types(again)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"] and len(model.requests) == 1
+    assert [m.text for m in server.app.threads["t1"].history] == ["hi", "Hello!"]
