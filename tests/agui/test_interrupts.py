@@ -229,3 +229,34 @@ async def test_a_cancelled_resume_of_an_in_doubt_call_records_it_failed(serve, c
         "th", "r2", resume=[{"interruptId": interrupt["id"], "status": "cancelled"}]))
     assert resumed[-1]["outcome"]["type"] == "success" and counted.runs() == []
     assert "cancelled by the client" in model.requests[-1].messages[-1].text
+
+
+async def test_a_decision_that_cannot_be_saved_is_not_acknowledged_and_nothing_runs(serve, client, tmp_path):
+    from tests.runtime._approval_kit import FaultyStorage
+
+    broken = {"now": False}
+    storage = FaultyStorage(fail_if=lambda state: broken["now"])
+    counted = Counted(tmp_path)
+    model = ark.ScriptedModel([dangerous_turn(), "Cleared."])
+    server = await serve(lambda thread: ark.AgentRuntime(model, tools=counted.all, storage=storage,
+                                                         session_id=thread))
+    [interrupt] = interrupts(await post(client, server.url, run_input("t1", "r1", user("clean up"))))
+    broken["now"] = True
+    failed = await post(client, server.url, run_input("t1", "r2", resume=[approve(interrupt["id"])]))
+    assert failed[-1]["type"] == "RUN_ERROR" and failed[-1]["code"] == "state_save_failed"
+    assert counted.runs() == [] and len(model.requests) == 1  # not acknowledged, so nothing ran
+    broken["now"] = False  # the disk recovers: the same resume now goes through, once
+    resumed = await post(client, server.url, run_input("t1", "r3", resume=[approve(interrupt["id"])]))
+    assert resumed[-1]["outcome"]["type"] == "success" and counted.runs() == ["clear_cache /tmp/cache"]
+
+
+async def test_a_resume_of_one_of_two_interrupts_reports_the_one_still_open(serve, client, tmp_path):
+    two = ark.ScriptedTurn(text="Clearing both.", tool_calls=[
+        ToolCall(id="c1", name="clear_cache", arguments_json='{"path": "/a"}'),
+        ToolCall(id="c2", name="clear_cache", arguments_json='{"path": "/b"}', index=1)])
+    server, model, counted, events = await paused_thread(serve, client, tmp_path, turns=[two, "Done."])
+    first, second = interrupts(events)
+    partial = await post(client, server.url, run_input("t1", "r2", resume=[approve(first["id"])]))
+    assert [i["id"] for i in interrupts(partial)] == [second["id"]] and counted.runs() == []
+    done = await post(client, server.url, run_input("t1", "r3", resume=[approve(second["id"], False)]))
+    assert done[-1]["outcome"]["type"] == "success" and counted.runs() == ["clear_cache /a"]
