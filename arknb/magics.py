@@ -10,7 +10,8 @@
   ``%arknb hooks [runtime]`` and ``%arknb approvals [runtime]`` show one aspect.
 
 The magics only use arknb's public API. A problem (no runtime yet, an unknown name, a
-run the runtime refuses) is a ``UsageError`` whose message says what to do.
+run the runtime refuses) is a ``UsageError`` whose message says what to do and ends with
+the error code (``runtime_not_found``, ``invalid_argument``, or the runtime's own).
 """
 
 from __future__ import annotations
@@ -24,11 +25,17 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from .domain import ArkError
+from .domain import ArkError, ErrorCode
 from .hooks import AgentHook, HookSlot
 from .runtime import AgentRuntime, live_runtimes
 
 __all__ = ["ArknbMagics", "register"]
+
+
+def _refused(code: str, message: str) -> UsageError:
+    """What a magic raises for a problem the user can fix: IPython shows it as one line,
+    without a traceback; the arknb error code is at its end."""
+    return UsageError(f"{message} [{code}]")
 
 
 def register(ipython: Any) -> None:
@@ -59,21 +66,22 @@ class ArknbMagics(Magics):
     def _find(self, name: str | None) -> AgentRuntime:
         runtimes = self._runtimes()
         if not runtimes:
-            raise UsageError("no arknb runtime in this kernel yet: create one first, e.g. "
-                             "runtime = ark.AgentRuntime(ark.ScriptedModel([...]))")
+            raise _refused(ErrorCode.RUNTIME_NOT_FOUND, "no arknb runtime in this kernel yet: create one first, "
+                           "e.g. runtime = ark.AgentRuntime(ark.ScriptedModel([...]))")
         if name is None:
             return runtimes[-1][1]
         value = self.shell.user_ns.get(name)
         if isinstance(value, AgentRuntime):
             if value.detached is not None:
-                raise UsageError(f"runtime {name!r} no longer owns its session ({value.detached}); "
+                raise _refused(ErrorCode.RUNTIME_NOT_FOUND, f"runtime {name!r} no longer owns its session "
+                               f"({value.detached}); "
                                  "use the runtime that replaced it")
             return value
         for shown, runtime in runtimes:
             if name in (shown, runtime.session_id):
                 return runtime
         known = ", ".join(f"{shown} (session {r.session_id!r})" for shown, r in runtimes)
-        raise UsageError(f"no runtime named {name!r} in this kernel; known: {known}")
+        raise _refused(ErrorCode.RUNTIME_NOT_FOUND, f"no runtime named {name!r} in this kernel; known: {known}")
 
     # -- %%chat ------------------------------------------------------------------------
 
@@ -85,18 +93,18 @@ class ArknbMagics(Magics):
         names = [w for w in words if w != "--new"]
         unknown = [w for w in names if w.startswith("-")]
         if unknown or len(names) > 1:
-            raise UsageError(f"usage: %%chat [runtime] [--new] (got {line.strip()!r})")
+            raise _refused(ErrorCode.INVALID_ARGUMENT, f"usage: %%chat [runtime] [--new] (got {line.strip()!r})")
         runtime = self._find(names[0] if names else None)
         text = cell.strip()
         if not text:
-            raise UsageError("%%chat needs a message in the cell body, below the %%chat line")
+            raise _refused(ErrorCode.INVALID_ARGUMENT, "%%chat needs a message in the cell body, below the %%chat line")
         if new:
             runtime = _new_conversation(runtime)
         since = len(runtime.history) if runtime.loaded else None
         try:
             runtime.start(text)
         except ArkError as exc:
-            raise UsageError(f"{runtime.session_id}: {exc.message} [{exc.code}]") from None
+            raise _refused(exc.code, f"{runtime.session_id}: {exc.message}") from None
         from .widgets import ChatWidget
 
         display(ChatWidget(runtime, since=since))
@@ -110,13 +118,15 @@ class ArknbMagics(Magics):
         if not words:
             runtimes = self._runtimes()
             if not runtimes:
-                raise UsageError("no arknb runtime in this kernel yet: create one with ark.AgentRuntime(...)")
+                raise _refused(ErrorCode.RUNTIME_NOT_FOUND,
+                               "no arknb runtime in this kernel yet: create one with ark.AgentRuntime(...)")
             rows = [_summary(name, runtime) for name, runtime in runtimes]
             _show(["runtime", "session", "store", "status", "pending", "hooks (run order)", "tools"], rows)
             return
         aspect, rest = words[0], words[1:]
         if aspect not in ("hooks", "approvals") or len(rest) > 1:
-            raise UsageError("usage: %arknb | %arknb hooks [runtime] | %arknb approvals [runtime]")
+            raise _refused(ErrorCode.INVALID_ARGUMENT,
+                           "usage: %arknb | %arknb hooks [runtime] | %arknb approvals [runtime]")
         runtime = self._find(rest[0] if rest else None)
         if aspect == "hooks":
             _show(["slot", "hooks in run order"], [[slot, ", ".join(names)] for slot, names in _hooks(runtime)],
