@@ -80,6 +80,8 @@ class ClientTool(Tool):
         return await self.invoke(arguments, ctx)
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        """Check parsed arguments against the client's schema (an error result to the model if
+        they do not fit), then defer the call to the client or answer with its result."""
         problems = [f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}"
                     for e in self._schema_validator.iter_errors(arguments)]
         if problems:
