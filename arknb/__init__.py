@@ -44,7 +44,7 @@ from .providers import (
 
 # runtime
 from .controller import AgentController, ApprovalHost
-from .runtime import AgentRunResult, AgentRuntime, LoopDetector, RunHandle, StopReason
+from .runtime import AgentRunResult, AgentRuntime, LoopDetector, RunHandle, StopReason, live_runtimes
 from .runtime.extensions import ApprovalKind, Extension, ExtensionScope
 
 # planning and skills (extensions installed by plan_mode= and skills=)
@@ -57,11 +57,21 @@ from .memory import ContextCompressor, EpisodicMemory, SubAgent
 __version__ = "0.1.0"
 
 
+# the IPython extension (DESIGN §18): `%load_ext arknb`; IPython is imported only then
+def load_ipython_extension(ipython) -> None:
+    """Register the ``%%chat`` and ``%arknb`` magics (called by ``%load_ext arknb``)."""
+    from .magics import register
+    register(ipython)
+
+
 def __getattr__(name: str):
     # The widgets pull in ipywidgets/anywidget; load them only when asked for.
     if name in ("ChatWidget", "TimelineWidget"):
         from . import widgets
         return getattr(widgets, name)
+    if name == "agui":  # the AG-UI server (extra arknb[agui]), loaded on first use
+        import importlib
+        return importlib.import_module(".agui", __name__)
     raise AttributeError(f"module 'arknb' has no attribute {name!r}")
 
 
@@ -83,4 +93,5 @@ __all__ = [
     "ToolCallHookResult", "ToolContext", "ToolDefinition", "ToolRegistry", "ToolResult", "ToolResultAction",
     "ToolResultHookContext", "ToolResultHookResult", "ToolRisk", "TurnCompletionAction",
     "TurnCompletionHookContext", "TurnCompletionHookResult", "Usage", "UsageUpdate", "tool",
+    "live_runtimes", "load_ipython_extension",
 ]

@@ -30,6 +30,9 @@ ALLOWED: dict[str, set[str]] = {
     "planner": {"domain", "events", "hooks", "state", "tools", "runtime"},
     "skills": {"domain", "events", "hooks", "state", "tools", "runtime"},
     "memory": {"domain", "events", "hooks", "state", "tools", "runtime"},
+    # DESIGN §18: the AG-UI server and the IPython extension sit on top; nothing imports them.
+    "agui": {"domain", "events", "state", "tools", "controller", "runtime"},
+    "magics": {"domain", "events", "hooks", "state", "tools", "controller", "runtime", "widgets"},
 }
 
 # The one runtime module that names the capability packages: it turns the constructor
@@ -116,6 +119,23 @@ def test_importing_arknb_does_not_import_eval_or_opentelemetry() -> None:
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"importing the core pulled in: {out.stdout.strip()}"
+
+
+def test_importing_arknb_does_not_import_agui_its_stack_or_ipython_magics() -> None:
+    # DESIGN §18: arknb.agui (extra arknb[agui]) and arknb.magics load only when asked for.
+    code = ("import sys, arknb, arknb.runtime, arknb.widgets; "
+            "bad = [m for m in sys.modules if m.startswith(('arknb.agui', 'arknb.magics', 'ag_ui', 'starlette', "
+            "'uvicorn'))]; print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing the core pulled in: {out.stdout.strip()}"
+
+
+def test_no_core_module_names_agui_or_magics() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        part = _part(path)
+        if part in ("agui", "magics", "__init__"):
+            continue
+        assert not _arknb_imports(path) & {"agui", "magics"}, f"{path.relative_to(PACKAGE)} imports agui/magics"
 
 
 def test_importing_eval_does_not_import_opentelemetry() -> None:

@@ -65,6 +65,10 @@ context_budget_exceeded             runtime      a request cannot fit max_tokens
 context_summary_failed              runtime      the context summarizer failed or gave no text
 subagent_not_found                  tool         delegate_task named an agent that does not exist
 runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
+agui_unavailable                    config       arknb.agui needs the optional extra arknb[agui]
+agui_input_invalid                  decode       an AG-UI request that cannot be read or does not fit the thread
+interrupt_not_found                 runtime      an AG-UI resume names an interrupt the thread never had
+runtime_not_found                   config       a magic named a runtime the kernel does not have
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -166,6 +170,11 @@ class ErrorCode(StrEnum):
     CONTEXT_SUMMARY_FAILED = "context_summary_failed"
     SUBAGENT_NOT_FOUND = "subagent_not_found"
     RUNTIME_CLOSED = "runtime_closed"
+    # arknb.agui and the IPython extension (DESIGN §18)
+    AGUI_UNAVAILABLE = "agui_unavailable"
+    AGUI_INPUT_INVALID = "agui_input_invalid"
+    INTERRUPT_NOT_FOUND = "interrupt_not_found"
+    RUNTIME_NOT_FOUND = "runtime_not_found"
 
 
 class ErrorInfo(BaseModel):

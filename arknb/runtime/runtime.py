@@ -44,7 +44,7 @@ from ._run_control import RunControl
 from ._session import _RESTORE_SEQUENCE_GAP, claim, detach, detached_error, load_session
 from ._tool_batch import tool_message, unanswered_calls
 from ._weak import NO_CONTROLLER, controller_of, weak_method
-from . import lifecycle
+from . import lifecycle, live
 from .extensions import Extension
 from .loop_detector import LoopDetector
 from .result import AgentRunResult
@@ -226,6 +226,7 @@ class AgentRuntime(RunControl):
         self._invocations = make_invocations(self)
         self.last_result: AgentRunResult | None = None
         """The result of the most recent finished run."""
+        live.record(self)  # for the IPython extension's listing (%arknb)
         previous = claim(self)
         self._predecessor: asyncio.Task | None = None
         if previous is not None:

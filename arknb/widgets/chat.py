@@ -65,6 +65,8 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             recorded run read-only.
         events: recorded events (``AgentEvent`` or their dicts) to replay.
         interval: seconds between batched flushes.
+        since: show the conversation from this history index on (a slice: what
+            ``%%chat`` shows for its exchange); None shows it all.
         clock, call_later: injectable time source and timer (tests).
 
     Example:
@@ -102,10 +104,11 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
 
     def __init__(self, runtime: Any = None, *, events: Iterable[Any] | None = None,
                  interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] | None = None,
-                 call_later: Callable[..., Any] | None = None, **kwargs: Any) -> None:
+                 call_later: Callable[..., Any] | None = None, since: int | None = None, **kwargs: Any) -> None:
         # In the constructor, so the front end's initialize already sees it.
         super().__init__(static_id=new_static_id(), **kwargs)
         self._runtime = runtime
+        self._since = since
         self._tasks: set[asyncio.Future] = set()
         self._seq = 0
         self._snapshots = 0
@@ -199,7 +202,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
 
     def _from_state(self) -> Transcript:
         state = self._runtime.state
-        t = Transcript.from_history(getattr(state, "history", ()), getattr(state, "pending_approval", None))
+        history = getattr(state, "history", ())
+        t = Transcript.from_history(history[self._since:] if self._since else history,
+                                    getattr(state, "pending_approval", None))
         if getattr(self._runtime, "is_running", False):
             t.status = "running"
         return t

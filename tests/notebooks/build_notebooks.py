@@ -48,9 +48,11 @@ def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
         "language_info": {"name": "python"},
     }
     stem = name.split("_", 1)[0]
-    for i, (kind, source) in enumerate(cells):
+    for i, (kind, source, *meta) in enumerate(cells):
         maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
         cell = maker(source)
+        if meta:
+            cell.metadata.update(meta[0])
         cell.id = f"nb{stem}-{i:02d}"  # stable ids keep diffs small
         nb.cells.append(cell)
     return nb

@@ -10,6 +10,7 @@ def md(text: str) -> tuple[str, str]:
     return ("markdown", text.strip("\n"))
 
 
-def code(text: str) -> tuple[str, str]:
-    """A code cell."""
-    return ("code", text.strip("\n"))
+def code(text: str, *, tags: tuple[str, ...] = ()) -> tuple:
+    """A code cell; ``tags`` go in its metadata (``nbval-ignore-output`` for a cell whose
+    first line must be a cell magic, so it cannot carry the comment marker)."""
+    return ("code", text.strip("\n"), {"tags": list(tags)}) if tags else ("code", text.strip("\n"))

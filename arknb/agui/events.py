@@ -1,0 +1,190 @@
+"""Runtime events → AG-UI events: the translation of one run's stream (DESIGN §18).
+
+The server opens every stream with ``RUN_STARTED`` (then ``MESSAGES_SNAPSHOT`` on a
+thread it already knows) and closes it with exactly one ``RUN_FINISHED`` or
+``RUN_ERROR``; between them, :class:`EventMapper` turns each runtime event into the
+AG-UI events below, as it happens (text and reasoning per chunk, a tool call as soon as
+the model message that holds it is complete, its result as soon as the tool returns).
+
+====================================  ================================================================
+runtime event                         AG-UI events
+====================================  ================================================================
+``llm.before``                        ``STEP_STARTED`` (``model:turn{n}``)
+``llm.chunk`` kind ``reasoning``      ``REASONING_START`` + ``REASONING_MESSAGE_START`` (first chunk),
+                                      ``REASONING_MESSAGE_CONTENT`` (each chunk)
+``llm.chunk`` kind ``text``           ``REASONING_MESSAGE_END`` + ``REASONING_END`` (if open),
+                                      ``TEXT_MESSAGE_START`` (first chunk), ``TEXT_MESSAGE_CONTENT``
+``llm.after``                         ends the open reasoning / text message (a turn whose text
+                                      streamed nothing, e.g. a hook's ``respond``, sends its text
+                                      whole here); per tool call of the message
+                                      ``TOOL_CALL_START`` (``parentMessageId``: the message) +
+                                      ``TOOL_CALL_ARGS`` + ``TOOL_CALL_END``; ``STEP_FINISHED``
+``tool.before``                       ``STEP_STARTED`` (``tool:{name}:{call_id}``)
+``tool.after``                        ``TOOL_CALL_RESULT`` (not for a call that deferred itself) +
+                                      ``STEP_FINISHED``
+``tool.denied``                       ``TOOL_CALL_RESULT`` (the denial the model gets)
+``hook.decision``, ``plan.updated``   ``CUSTOM`` named ``arknb.hook.decision`` / ``arknb.plan.updated``
+run ends ``completed`` / ``stopped``  ``RUN_FINISHED`` (outcome ``success``; ``result``: stop reason, text)
+run ends ``awaiting_approval``        ``RUN_FINISHED`` outcome ``interrupt``: one interrupt per pending
+                                      item (approval, in-doubt, plan, loop, elicitation, human, any
+                                      ``ApprovalKind``); client-declared tools' calls only:
+                                      outcome ``success`` with ``pendingToolCallIds``
+run ends ``cancelled``                ``RUN_FINISHED`` outcome ``cancelled``
+run ends ``suspended``                ``RUN_FINISHED`` outcome ``success`` (``result.stopReason``)
+run ends ``failed`` / ``aborted`` /   ``RUN_ERROR`` with the ``ArkError`` code and message
+``loop_detected`` / ``max_turns``
+a refused request (bad resume, new     ``RUN_ERROR`` with the ``ArkError`` code; nothing runs
+message while an interrupt is open)
+====================================  ================================================================
+
+A burst of events published before the server could write goes out in one write, with
+adjacent text (or reasoning) fragments of one message joined into one content event.
+
+Other runtime events (state saves, approval bookkeeping, a sub-agent's republished
+events) have no AG-UI counterpart and are not sent. Message ids: a streamed assistant
+message is ``{run_id}:{turn}``; in ``MESSAGES_SNAPSHOT`` history messages are
+``m{index}`` (a snapshot replaces what the client holds).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+from ag_ui.core import (
+    BaseEvent, CustomEvent, ReasoningEndEvent, ReasoningMessageContentEvent, ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent, ReasoningStartEvent, StepFinishedEvent, StepStartedEvent, TextMessageContentEvent,
+    TextMessageEndEvent, TextMessageStartEvent, ToolCallArgsEvent, ToolCallEndEvent, ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from arknb.domain.invocation import CALL_DEFERRED
+from arknb.events import AgentEvent, EventTypes
+
+__all__ = ["EventMapper", "now_ms"]
+
+_CUSTOM = (EventTypes.HOOK_DECISION, EventTypes.PLAN_UPDATED)
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch (what every AG-UI SDK puts in ``timestamp``)."""
+    return int(time.time() * 1000)
+
+
+def _plain(value: Any) -> Any:
+    thaw = getattr(value, "thaw", None)
+    return thaw() if callable(thaw) else value
+
+
+def _text_of(result: Any) -> str:
+    """The text of a result or message payload (``{"text": ...}`` or ``{"contents": [...]}``)."""
+    if not isinstance(result, dict):
+        return "" if result is None else str(result)
+    if isinstance(result.get("text"), str):
+        return result["text"]
+    return "".join(part.get("text") or "" for part in result.get("contents") or () if isinstance(part, dict))
+
+
+class EventMapper:
+    """Translates one run's runtime events into AG-UI events (stateful: open messages).
+
+    Args:
+        run_id: the AG-UI run id (names the streamed messages).
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self._run_id = run_id
+        self._text_id: str | None = None
+        self._reasoning_id: str | None = None
+        self._streamed_text = False
+        self._turn = 0
+
+    def translate(self, event: AgentEvent) -> Iterator[BaseEvent]:
+        """The AG-UI events for ``event`` (none for events that have no counterpart)."""
+        if event.parent_run_id is not None:  # a sub-agent's event, republished on the parent's bus
+            return
+        kind, payload = event.type, event.payload
+        if kind == EventTypes.LLM_CHUNK:
+            if payload.get("kind") == "reasoning":
+                yield from self._reasoning(payload.get("text") or "")
+            else:
+                yield from self._text(payload.get("text") or "")
+        elif kind == EventTypes.LLM_BEFORE:
+            self._turn = int(payload.get("turn") or self._turn + 1)
+            self._streamed_text = False
+            yield StepStartedEvent(step_name=f"model:turn{self._turn}", timestamp=now_ms())
+        elif kind == EventTypes.LLM_AFTER:
+            yield from self._after(payload)
+        elif kind == EventTypes.TOOL_BEFORE:
+            call = payload.get("call") or {}
+            yield StepStartedEvent(step_name=f"tool:{call.get('name')}:{call.get('id')}", timestamp=now_ms())
+        elif kind == EventTypes.TOOL_AFTER:
+            call = payload.get("call") or {}
+            result = payload.get("result") or {}
+            if result.get("error_code") != CALL_DEFERRED:  # a call handed to a person or the client: unanswered
+                yield self._result(call, result)
+            yield StepFinishedEvent(step_name=f"tool:{call.get('name')}:{call.get('id')}", timestamp=now_ms())
+        elif kind == EventTypes.TOOL_DENIED:
+            yield self._result(payload.get("call") or {}, payload.get("result"))
+        elif kind in _CUSTOM:
+            yield CustomEvent(name=f"arknb.{kind}", value=_plain(payload), timestamp=now_ms())
+
+    def close(self) -> Iterator[BaseEvent]:
+        """End whatever message is still open (a run that stopped mid-stream)."""
+        yield from self._end_reasoning()
+        yield from self._end_text()
+
+    # -- pieces ------------------------------------------------------------------------
+
+    def _message_id(self) -> str:
+        return f"{self._run_id}:{self._turn}"
+
+    def _reasoning(self, delta: str) -> Iterator[BaseEvent]:
+        if not delta:
+            return
+        if self._reasoning_id is None:
+            self._reasoning_id = f"{self._message_id()}:reasoning"
+            yield ReasoningStartEvent(message_id=self._reasoning_id, timestamp=now_ms())
+            yield ReasoningMessageStartEvent(message_id=self._reasoning_id, timestamp=now_ms())
+        yield ReasoningMessageContentEvent(message_id=self._reasoning_id, delta=delta)
+
+    def _text(self, delta: str) -> Iterator[BaseEvent]:
+        if not delta:
+            return
+        yield from self._end_reasoning()
+        if self._text_id is None:
+            self._text_id = self._message_id()
+            yield TextMessageStartEvent(message_id=self._text_id, role="assistant", timestamp=now_ms())
+        self._streamed_text = True
+        yield TextMessageContentEvent(message_id=self._text_id, delta=delta)
+
+    def _end_reasoning(self) -> Iterator[BaseEvent]:
+        if self._reasoning_id is not None:
+            yield ReasoningMessageEndEvent(message_id=self._reasoning_id, timestamp=now_ms())
+            yield ReasoningEndEvent(message_id=self._reasoning_id, timestamp=now_ms())
+            self._reasoning_id = None
+
+    def _end_text(self) -> Iterator[BaseEvent]:
+        if self._text_id is not None:
+            yield TextMessageEndEvent(message_id=self._text_id, timestamp=now_ms())
+            self._text_id = None
+
+    def _after(self, payload: Any) -> Iterator[BaseEvent]:
+        message = _plain(payload.get("message")) or {}
+        yield from self._end_reasoning()
+        if not self._streamed_text:
+            # Nothing streamed (a hook answered, or dropped the chunks): the text that entered history.
+            yield from self._text(_text_of(message))
+        yield from self._end_text()
+        parent = self._message_id()
+        for call in message.get("tool_calls") or ():
+            yield ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"], parent_message_id=parent,
+                                     timestamp=now_ms())
+            yield ToolCallArgsEvent(tool_call_id=call["id"], delta=call.get("arguments_json") or "{}")
+            yield ToolCallEndEvent(tool_call_id=call["id"], timestamp=now_ms())
+        yield StepFinishedEvent(step_name=f"model:turn{self._turn}", timestamp=now_ms())
+
+    def _result(self, call: Any, result: Any) -> BaseEvent:
+        call_id = str(call.get("id"))
+        return ToolCallResultEvent(message_id=f"{call_id}:result", tool_call_id=call_id, role="tool",
+                                   content=_text_of(_plain(result)), timestamp=now_ms())
