@@ -54,6 +54,9 @@ from .skills import Skill, SkillLoadError, SkillLoadReport, load_skills
 # context, memory and sub-agents (extensions installed by compressor=, memory=, subagents=)
 from .memory import ContextCompressor, EpisodicMemory, SubAgent
 
+# graphs (DESIGN §16)
+from .graphs import END, START, Graph, GraphController, GraphRun, GraphStatus, NodeContext, PendingStep, append
+
 __version__ = "0.1.0"
 
 
@@ -66,6 +69,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "END", "START", "Graph", "GraphController", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "append",
     "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",

@@ -65,6 +65,11 @@ context_budget_exceeded             runtime      a request cannot fit max_tokens
 context_summary_failed              runtime      the context summarizer failed or gave no text
 subagent_not_found                  tool         delegate_task named an agent that does not exist
 runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
+graph_invalid                       config       a graph's nodes and edges do not make a runnable graph (names the node)
+graph_route_invalid                 runtime      a route returned None or a name the graph does not have
+graph_node_failed                   runtime      a graph node raised or returned an update the state refuses
+graph_run_not_found                 storage      Graph.restore of a run that was never saved
+human_answer_invalid                config       answer_human got a value the human node's type refuses
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -166,6 +171,11 @@ class ErrorCode(StrEnum):
     CONTEXT_SUMMARY_FAILED = "context_summary_failed"
     SUBAGENT_NOT_FOUND = "subagent_not_found"
     RUNTIME_CLOSED = "runtime_closed"
+    GRAPH_INVALID = "graph_invalid"
+    GRAPH_ROUTE_INVALID = "graph_route_invalid"
+    GRAPH_NODE_FAILED = "graph_node_failed"
+    GRAPH_RUN_NOT_FOUND = "graph_run_not_found"
+    HUMAN_ANSWER_INVALID = "human_answer_invalid"
 
 
 class ErrorInfo(BaseModel):
