@@ -103,7 +103,14 @@ def merge_update(state: BaseModel, update: Mapping[str, Any], node: str) -> Base
     values = dict(state.__dict__)
     for key, value in update.items():
         reducer = reducers.get(key)
-        values[key] = reducer(values[key], value) if reducer is not None else value
+        if reducer is None:
+            values[key] = value
+            continue
+        try:
+            values[key] = reducer(values[key], value)
+        except Exception as exc:
+            raise _failed(node, f"its update of {key!r} cannot be merged by the field's reducer "
+                                f"{getattr(reducer, '__name__', reducer)!r}: {type(exc).__name__}: {exc}") from None
     try:
         return model.model_validate(values)
     except ValidationError as exc:
