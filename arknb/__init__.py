@@ -62,14 +62,14 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     # The widgets pull in ipywidgets/anywidget; load them only when asked for.
-    if name in ("ChatWidget", "TimelineWidget"):
+    if name in ("ChatWidget", "GraphWidget", "TimelineWidget"):
         from . import widgets
         return getattr(widgets, name)
     raise AttributeError(f"module 'arknb' has no attribute {name!r}")
 
 
 __all__ = [
-    "END", "START", "Graph", "GraphController", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "append",
+    "END", "START", "Graph", "GraphController", "GraphWidget", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "append",
     "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",

@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "providers": {"domain", "events"},
     "controller": {"domain", "events", "state"},
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
-    "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval"},
+    "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval", "graphs"},
     "eval": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
     "durable": {"domain", "events", "state"},
     "scan_secrets": {"state"},

@@ -58,6 +58,7 @@ class Engine:
         self.children: dict[str, Any] = {}      # agent node -> runtime waiting for a person
         self.started_at = time.time()
         self.saved: dict[str, Any] | None = None
+        self.watchers: list[Any] = []       # called after each checkpoint commit (observers: a drawing)
         self._decisions = asyncio.Lock()
         self.steps = StepRunner(self)
 
@@ -114,6 +115,15 @@ class Engine:
         await self.log.write(operations, events, self.checkpoint() if checkpoint else None)
         for event in events:
             self.bus.publish(event)
+        if checkpoint:
+            self.notify()
+
+    def notify(self) -> None:
+        for watcher in list(self.watchers):
+            try:
+                watcher()
+            except Exception:  # an observer never breaks the run
+                pass
 
     # -- running ----------------------------------------------------------------------
 
@@ -248,6 +258,7 @@ class Engine:
             self.status = GraphStatus.RUNNING
             self.resuming = True
             self.start()
+        self.notify()
 
     # -- ending ---------------------------------------------------------------------
 

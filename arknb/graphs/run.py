@@ -168,6 +168,16 @@ class GraphRun:
         from .drawing import graph_svg
         return graph_svg(self.graph.describe(), run=self.snapshot())
 
+    def watch(self, callback: Any) -> Any:
+        """Call ``callback()`` after every saved change of the run (an observer: what it
+        raises is ignored); returns the function that stops it."""
+        self._engine.watchers.append(callback)
+
+        def stop() -> None:
+            if callback in self._engine.watchers:
+                self._engine.watchers.remove(callback)
+        return stop
+
     def snapshot(self) -> dict[str, Any]:
         """Statuses for drawing: ``{"status", "node_status": {node: status}, "path": [[from, to], ...],
         "waiting": [node, ...], "step"}``."""
