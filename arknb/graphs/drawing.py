@@ -25,7 +25,7 @@ STATUS_COLOURS = {
     "failed": ("#fee2e2", "#dc2626"), "waiting": ("#fef3c7", "#d97706"), "cancelled": ("#e4e4e7", "#52525b"),
 }
 _W, _H, _GAP_X, _GAP_Y, _PAD = 132, 38, 36, 58, 24
-_KIND_MARK = {"function": "ƒ", "agent": "🤖", "human": "👤", "map": "⧉"}
+_KIND_TAG = {"agent": "agent", "human": "person", "map": "map"}  # plain words: no emoji font needed
 
 
 def layout(nodes: list[str], edges: list[tuple[str, str]]) -> tuple[dict[str, tuple[float, float]], set[tuple[str, str]]]:
@@ -113,8 +113,8 @@ def graph_svg(described: dict[str, Any], run: dict[str, Any] | None = None) -> s
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="arknb-graph-svg" width="{width:.0f}" '
              f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
              f'aria-label="graph {html.escape(described["name"])}" font-family="system-ui, sans-serif" font-size="13">',
-             '<defs><marker id="arknb-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-             'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#52525b"/></marker></defs>']
+             '<defs><marker id="arknb-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" '
+             'markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#52525b"/></marker></defs>']
     for s, t in edges:
         (x1, y1), (x2, y2) = positions[s], positions[t]
         is_taken = (s, t) in taken
@@ -146,13 +146,14 @@ def graph_svg(described: dict[str, Any], run: dict[str, Any] | None = None) -> s
         ring = (f'<rect x="{x - _W / 2 - 4:.1f}" y="{y - _H / 2 - 4:.1f}" width="{_W + 8}" height="{_H + 8}" rx="10" '
                 f'fill="none" stroke="#d97706" stroke-width="2" stroke-dasharray="4 3"/>') if name in waiting else ""
         shape = "4" if kind != "human" else "19"
+        tag = (f'<tspan fill="#71717a" font-size="10"> · {_KIND_TAG[kind]}</tspan>' if kind in _KIND_TAG else "")
         more = '<text x="{:.1f}" y="{:.1f}" fill="#71717a" font-size="11">?→</text>'.format(
             x + _W / 2 + 4, y + 4) if name in open_routes else ""
         parts.append(f'<g data-node="{esc}" data-status="{status}" data-kind="{kind}">{ring}'
                      f'<rect x="{x - _W / 2:.1f}" y="{y - _H / 2:.1f}" width="{_W}" height="{_H}" rx="{shape}" '
                      f'fill="{fill}" stroke="{stroke}" stroke-width="1.6"/>'
-                     f'<text x="{x:.1f}" y="{y + 4.5:.1f}" text-anchor="middle" fill="#18181b">'
-                     f'{_KIND_MARK.get(kind, "")} {esc}</text><title>{esc} ({kind}): {status}</title></g>{more}')
+                     f'<text x="{x:.1f}" y="{y + 4.5:.1f}" text-anchor="middle" fill="#18181b">{esc}{tag}</text>'
+                     f'<title>{esc} ({kind}): {status}</title></g>{more}')
     parts.append("</svg>")
     title = html.escape(described["name"])
     status = f' · {html.escape(str(run.get("status")))}' if run else ""
