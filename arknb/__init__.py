@@ -55,7 +55,9 @@ from .skills import Skill, SkillLoadError, SkillLoadReport, load_skills
 from .memory import ContextCompressor, EpisodicMemory, SubAgent
 
 # graphs (DESIGN §16)
-from .graphs import END, START, Graph, GraphController, GraphRun, GraphStatus, NodeContext, PendingStep, append
+from .graphs import (
+    END, START, Graph, GraphController, GraphRun, GraphStatus, NodeContext, PendingStep, PlanAndExecute, PlanState, append,
+)
 
 __version__ = "0.1.0"
 
@@ -69,7 +71,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "END", "START", "Graph", "GraphController", "GraphWidget", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "append",
+    "END", "START", "Graph", "GraphController", "GraphWidget", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "PlanAndExecute", "PlanState", "append",
     "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",

@@ -9,8 +9,9 @@ imports this package.
 from ._engine import END, START
 from .graph import Graph
 from .nodes import NodeContext
+from .plan_execute import PlanAndExecute, PlanState
 from .reducers import append
 from .run import GraphController, GraphRun, GraphStatus, PendingStep
 
 __all__ = ["END", "START", "Graph", "GraphController", "GraphRun", "GraphStatus", "NodeContext", "PendingStep",
-           "append"]
+           "PlanAndExecute", "PlanState", "append"]
