@@ -5,7 +5,7 @@ Everything a user needs is re-exported here; see DESIGN §0 for the tour.
 
 # domain
 from .domain import (
-    AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ErrorCode, ErrorInfo, ErrorLayer,
+    AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ContextChange, ErrorCode, ErrorInfo, ErrorLayer,
     FinishReason, ModelComplete, ModelConfig, ModelRequest, ModelResponse, ModelStart, ReasoningDelta,
     RetryNotice, Retryability, Role, StreamError, StreamingEvent, TextDelta, ToolCall, ToolCallDelta,
     ToolDefinition, ToolResult, ToolRisk, Usage, UsageUpdate,
@@ -77,7 +77,7 @@ __all__ = [
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",
     "AgentRuntime", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "ApprovalHost", "ArkError",
     "BeforeRunAction", "BeforeRunHookContext", "BeforeRunHookResult", "CancellationToken", "ChatWidget",
-    "ContentKind", "ContentPart", "ErrorCode", "ErrorInfo", "ErrorLayer", "EventBus", "EventTypes",
+    "ContentKind", "ContentPart", "ContextChange", "ErrorCode", "ErrorInfo", "ErrorLayer", "EventBus", "EventTypes",
     "FileStateStorage", "FinishReason", "HookPipeline", "HookRegistry", "HookSlot", "LLMClient", "LoopDetector",
     "MemoryStateStorage", "OpenAICompatibleClient", "ProviderProfile", "RetryPolicy", "Timeouts", "profiles", "ModelCallAction", "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction",
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
