@@ -52,6 +52,14 @@ def context_of(messages: Sequence[AgentMessage], history: Sequence[AgentMessage]
         own += 1
     if own:
         add("system_prompt", "instructions", (0, 0), (0, own))
+    elif system and n_sys and messages[0].text.startswith(system[0].text + "\n\n"):
+        # the extensions' sections follow the system prompt in one system message
+        add("system_prompt", "instructions", (0, 0), (0, 1))
+        changes.append(ContextChange(source="extension", kind="instructions", range=(0, 0), sent=(0, 1)))
+        view.append({"source": "extension", "kind": "instructions", "range": [0, 0], "sent": [0, 1], "before": [],
+                     "after": _texts([AgentMessage.system(messages[0].text[len(system[0].text):].strip())])})
+        view[-2]["after"] = _texts(system[:1])
+        own = 1
     if n_sys > own:
         add("extension" if hook is None else f"hook:{hook}", "instructions", (0, 0), (own, n_sys))
     sent = messages[n_sys:]
