@@ -20,7 +20,7 @@ __all__ = ["SUMMARY_MARK", "context_of"]
 
 SUMMARY_MARK = "[Summary of the first"
 """How the compressor's summary message begins (arknb/memory/compressor.py)."""
-_CLIP = 600
+_CLIP = 300
 _SHOWN = 4
 
 

@@ -87,3 +87,38 @@ def test_the_graph_widget_colours_a_run_live_and_the_chat_answers_its_question(l
     lab.screenshot("graph_completed", locator=widget)
     assert lab.kernel_exec("print(run.status, run.state.approved, run.state.notes)").strip() == \
         "completed True ['notes on tides', 'Tides follow the moon.', 'published']"
+
+
+TIMELINE = "[data-testid='arknb-timeline'][data-ready='true']"
+ROWS = "[data-testid='arknb-timeline-row']"
+
+COMPRESSED = '''
+import arknb as ark
+model = ark.ScriptedModel([f"answer {i} " + "lorem " * 60 for i in range(6)])
+runtime = ark.AgentRuntime(model, system_prompt="Be brief.",
+                           compressor=ark.ContextCompressor(400, keep_last=2, summarize=lambda ms: f"{len(ms)} earlier messages"))
+timeline = ark.TimelineWidget(runtime)   # made first: a runtime without a durable store keeps no outbox
+for i in range(6):
+    await runtime.run(f"question {i} " + "ipsum " * 20)
+timeline
+'''
+
+
+def test_the_timeline_shows_what_the_model_saw_for_a_compressed_request(lab):
+    notebook = lab.server.write_notebook("context_view.ipynb", [COMPRESSED])
+    lab.open(notebook)
+    lab.run_cell(0)
+    timeline = lab.page.locator(TIMELINE).first
+    timeline.wait_for()
+    row = timeline.locator(f"{ROWS}[data-type='llm.before']").last
+    row.scroll_into_view_if_needed()
+    row.click()
+    detail = timeline.get_by_test_id("arknb-timeline-detail")
+    view = detail.get_by_test_id("arknb-context-view")
+    expect(view).to_be_visible()
+    summary = view.locator("[data-testid='arknb-context-change'][data-kind='summary']")
+    expect(summary).to_have_count(1)
+    expect(summary.get_by_test_id("arknb-ctx-del").first).to_contain_text("question 0")
+    expect(summary.get_by_test_id("arknb-ctx-add").first).to_contain_text("[Summary of the first")
+    expect(view.locator("[data-testid='arknb-context-change'][data-source='system_prompt']")).to_have_count(1)
+    lab.screenshot("context_view", locator=detail)
