@@ -48,7 +48,7 @@ from .validation import check_graph
 
 __all__ = ["END", "START", "Graph"]
 
-_GRAPHS: "weakref.WeakValueDictionary[str, Graph]" = weakref.WeakValueDictionary()
+_GRAPHS: dict[str, "Graph"] = {}  # by name, the latest defined (re-running a cell replaces it)
 _LIVE: dict[Any, "weakref.ref[Engine]"] = {}
 
 
