@@ -32,6 +32,9 @@ __all__ = ["Engine", "END", "START"]
 
 START = "__start__"
 END = "__end__"
+PATH_KEPT = 100
+"""How many of the latest steps a checkpoint keeps in ``path`` (each node's last status is
+kept whatever the run's length): a step's save costs the same at step 10 and 10,000."""
 _TERMINAL = (GraphStatus.COMPLETED, GraphStatus.FAILED, GraphStatus.CANCELLED)
 
 
@@ -49,6 +52,7 @@ class Engine:
         self.step = 0
         self.frontier: list[str] = []
         self.path: list[list[Any]] = []
+        self.node_status: dict[str, str] = {}
         self.taken: list[list[str]] = []
         self.pending: list[PendingStep] = []
         self.error: ErrorInfo | None = None
@@ -67,7 +71,8 @@ class Engine:
     def checkpoint(self) -> dict[str, Any]:
         return {"graph": self.graph.name, "run_id": self.run_id, "status": self.status.value,
                 "state": self.state.model_dump(mode="json"), "version": self.version, "step": self.step,
-                "frontier": list(self.frontier), "path": self.path, "taken": self.taken,
+                "frontier": list(self.frontier), "path": self.path[-PATH_KEPT:], "node_status": self.node_status,
+                "taken": self.taken,
                 "pending": [item.to_dict() for item in self.pending],
                 "error": self.error.model_dump(mode="json") if self.error is not None else None,
                 "started_at": self.started_at}
@@ -79,6 +84,7 @@ class Engine:
         self.step = int(saved["step"])
         self.frontier = list(saved["frontier"])
         self.path = [list(entry) for entry in saved.get("path", ())]
+        self.node_status = dict(saved.get("node_status") or {n: st for _, n, st in self.path})
         self.taken = [list(edge) for edge in saved.get("taken", ())]
         self.pending = [PendingStep.from_dict(item) for item in saved.get("pending", ())]
         self.error = ErrorInfo.model_validate(saved["error"]) if saved.get("error") else None
@@ -87,9 +93,7 @@ class Engine:
 
     def snapshot(self) -> dict[str, Any]:
         """What a drawing needs: each node's status, the edges taken, who waits."""
-        node_status: dict[str, str] = {}
-        for _, node, status in self.path:
-            node_status[node] = status
+        node_status: dict[str, str] = dict(self.node_status)
         waiting = sorted({item.node for item in self.pending})
         if self.status is GraphStatus.RUNNING:
             for node in self.frontier:
@@ -106,13 +110,14 @@ class Engine:
 
     def event(self, event_type: str, payload: dict[str, Any], run_id: str | None = None) -> AgentEvent:
         self.log.sequence += 1
-        return AgentEvent(f"ev_{uuid.uuid4().hex[:16]}", event_type, self.log.session_id, run_id or self.run_id,
+        return AgentEvent(f"ev_{new_op_id()[3:]}", event_type, self.log.session_id, run_id or self.run_id,
                           self.log.sequence, time.time(), {"graph": self.graph.name, **payload})
 
-    async def write(self, operations=(), events=(), *, checkpoint: bool = False) -> None:
+    async def write(self, operations=(), events=(), *, checkpoint: bool = False, sync: bool = True) -> None:
         """Commit, then publish what was committed (saved first, then announced)."""
         events = tuple(events)
-        await self.log.write(operations, events, self.checkpoint() if checkpoint else None)
+        saved = self.checkpoint() if checkpoint and self.log.keeps_checkpoints else None
+        await self.log.write(operations, events, saved, sync=sync)
         for event in events:
             self.bus.publish(event)
         if checkpoint:
@@ -167,8 +172,11 @@ class Engine:
         step, nodes = self.step, list(self.frontier)
         resuming, self.resuming = self.resuming, False
         single = len(nodes) == 1
-        outcomes: list[NodeOutcome] = list(await asyncio.gather(
-            *(self.steps.run(self.graph.nodes[name], step, resuming, single) for name in nodes)))
+        if single:
+            outcomes = [await self.steps.run(self.graph.nodes[nodes[0]], step, resuming, True)]
+        else:
+            outcomes = list(await asyncio.gather(
+                *(self.steps.run(self.graph.nodes[name], step, resuming, False) for name in nodes)))
         held = [op for outcome in outcomes for op in outcome.ops]
         waiting = [item for outcome in outcomes for item in outcome.waiting]
         if waiting:
@@ -203,6 +211,7 @@ class Engine:
         for name, outcome in zip(nodes, outcomes):
             status = "failed" if outcome.error is not None else "completed"
             self.path.append([step, name, status])
+            self.node_status[name] = status
             finished.append(self.event(EventTypes.GRAPH_STEP_FINISHED, {
                 "node": name, "step": step, "step_id": outcome.step_id, "status": status,
                 "update": outcome.update, "error": outcome.error.model_dump(mode="json") if outcome.error else None}))
@@ -295,7 +304,7 @@ def attempt_now(number: int) -> Attempt:
 def new_step_op(engine: Engine, purpose_key: str, raw_input: dict[str, Any], *, scope: str | None = None) -> Operation:
     now = time.time()
     return Operation(operation_id=new_op_id(), session_id=engine.log.session_id, run_id=scope or engine.run_id,
-                     kind="node", purpose_key=purpose_key, request_event_id=f"rq_{uuid.uuid4().hex[:16]}",
+                     kind="node", purpose_key=purpose_key, request_event_id=f"rq_{new_op_id()[3:]}",
                      phase=OperationPhase.EXECUTING, raw_input=raw_input, effective_input=raw_input,
                      attempts=(Attempt(number=1, started_at=now),), idempotency_key=purpose_key,
                      created_at=now, updated_at=now)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 import uuid
 from typing import Any, Iterable
@@ -28,7 +29,7 @@ from arknb.durable.store import DEFAULT_LEASE_TTL, is_durable_store, new_owner_i
 from arknb.events import AgentEvent
 from arknb.state import AgentState, StateStorage
 
-__all__ = ["DurableLog", "GRAPH_SLICE", "PlainLog", "StepLog", "graph_session", "log_for", "new_op_id"]
+__all__ = ["DurableLog", "GRAPH_SLICE", "NullLog", "PlainLog", "StepLog", "graph_session", "log_for", "new_op_id"]
 
 GRAPH_SLICE = "graph"
 
@@ -38,14 +39,20 @@ def graph_session(run_id: str) -> str:
     return f"graph.{run_id}"
 
 
+_PREFIX = uuid.uuid4().hex[:10]
+_COUNTER = itertools.count(1)
+
+
 def new_op_id() -> str:
-    return f"op_{uuid.uuid4().hex[:20]}"
+    """A fresh id (this process's random prefix and a counter: cheap, and unique across processes)."""
+    return f"op_{_PREFIX}{next(_COUNTER):x}"
 
 
 class StepLog:
     """What the engine needs from a store (see the module docstring)."""
 
     durable = False
+    keeps_checkpoints = True
 
     def __init__(self, storage: Any, session_id: str) -> None:
         self.storage = storage
@@ -65,8 +72,9 @@ class StepLog:
         raise NotImplementedError
 
     async def write(self, operations: Iterable[Operation] = (), events: Iterable[AgentEvent] = (),
-                    checkpoint: dict[str, Any] | None = None) -> None:
-        """Commit operations, events and (if given) the new checkpoint together."""
+                    checkpoint: dict[str, Any] | None = None, *, sync: bool = True) -> None:
+        """Commit operations, events and (if given) the new checkpoint together; ``sync=False``
+        does not wait for the disk (it still survives the process being killed)."""
         raise NotImplementedError
 
     async def close(self) -> None:
@@ -79,7 +87,9 @@ class StepLog:
 
 
 def log_for(storage: Any, session_id: str) -> StepLog:
-    """The log that fits ``storage``."""
+    """The log that fits ``storage`` (None: :class:`NullLog`, the run lives in memory only)."""
+    if storage is None:
+        return NullLog(None, session_id)
     if is_durable_store(storage):
         return DurableLog(storage, session_id)
     return PlainLog(storage, session_id)
@@ -126,12 +136,12 @@ class DurableLog(StepLog):
         return await self.storage.list_operations(self.session_id, run_id=scope)
 
     async def write(self, operations: Iterable[Operation] = (), events: Iterable[AgentEvent] = (),
-                    checkpoint: dict[str, Any] | None = None) -> None:
+                    checkpoint: dict[str, Any] | None = None, *, sync: bool = True) -> None:
         async with self._lock:  # map items commit concurrently: revisions stay in order
             state = self.state(checkpoint) if checkpoint is not None else None
             revision = await self.storage.commit(Commit(
                 session_id=self.session_id, state=state, operations=tuple(operations), events=tuple(events),
-                lease=self.lease))
+                lease=self.lease, sync=sync))
             if revision is not None:
                 self.revision = revision
 
@@ -145,6 +155,33 @@ class DurableLog(StepLog):
         if lease is not None:
             with contextlib.suppress(Exception):
                 await self.storage.release_lease(lease)
+
+
+class NullLog(StepLog):
+    """No storage: the run lives in this process only (``Graph.run(..., storage=None)``)."""
+
+    keeps_checkpoints = False
+
+    def __init__(self, storage: Any, session_id: str) -> None:
+        super().__init__(storage, session_id)
+        self._ops: dict[str, Operation] = {}
+
+    async def open(self, *, takeover: bool = False) -> dict[str, Any] | None:
+        return None
+
+    async def find(self, purpose_key: str) -> Operation | None:
+        return self._ops.get(purpose_key)
+
+    async def items(self, scope: str) -> list[Operation]:
+        return [op for op in self._ops.values() if op.run_id == scope]
+
+    async def write(self, operations: Iterable[Operation] = (), events: Iterable[AgentEvent] = (),
+                    checkpoint: dict[str, Any] | None = None, *, sync: bool = True) -> None:
+        for op in operations:  # kept while the step runs (a person's answer reads it)
+            self._ops[op.purpose_key] = op
+        if checkpoint is not None and len(self._ops) > 64:
+            step_prefix = f"{checkpoint.get('run_id')}:{checkpoint.get('step')}:"
+            self._ops = {k: v for k, v in self._ops.items() if k.startswith(step_prefix)}
 
 
 class PlainLog(StepLog):
@@ -177,7 +214,7 @@ class PlainLog(StepLog):
         return [Operation.model_validate(body) for body in self._ops.values() if body.get("run_id") == scope]
 
     async def write(self, operations: Iterable[Operation] = (), events: Iterable[AgentEvent] = (),
-                    checkpoint: dict[str, Any] | None = None) -> None:
+                    checkpoint: dict[str, Any] | None = None, *, sync: bool = True) -> None:
         async with self._lock:
             if checkpoint is not None:
                 if checkpoint.get("step") != (self._checkpoint or {}).get("step"):

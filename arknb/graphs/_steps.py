@@ -102,9 +102,13 @@ class StepRunner:
             return NodeOutcome(error=exc.info(), node=node.name)
 
     async def started(self, op: Operation, node: Any, step: int) -> None:
+        # A step that may not run twice waits for the disk before it runs (after a power
+        # cut it must be found in doubt); an idempotent one only needs the write to reach
+        # the operating system (a killed process loses nothing), as a model call's does.
         await self.engine.write([op], [self.engine.event(EventTypes.GRAPH_STEP_STARTED, {
             "node": node.name, "step": step, "kind": node.kind, "step_id": op.operation_id,
-            "state_version": self.engine.version, "attempt": len(op.attempts)})])
+            "state_version": self.engine.version, "attempt": len(op.attempts)})],
+            sync=not (node.idempotent and isinstance(node, FunctionNode)))
 
     def finish(self, op: Operation, update: dict[str, Any] | None, error: ErrorInfo | None) -> Operation:
         now = time.time()

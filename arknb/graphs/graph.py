@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable
 from pydantic import BaseModel
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer, invalid_argument
-from arknb.state import MemoryStateStorage, StateStorage, validate_session_id
+from arknb.state import StateStorage, validate_session_id
 from arknb.state.storage import storage_location
 
 from ._engine import END, START, Engine
@@ -220,8 +220,10 @@ class Graph:
         Args:
             storage: where each step is saved: a durable store (``SQLiteStore``,
                 ``PostgresStore``) makes every step an operation and a crash resumable
-                with :meth:`restore`; a plain ``StateStorage`` works too but is not
-                crash-safe; None keeps the run in memory.
+                with :meth:`restore`; a plain ``StateStorage`` (``MemoryStateStorage``,
+                ``FileStateStorage``) works too but is not crash-safe (no lease; a step
+                that began is not told apart from one that finished the way operations
+                tell it); None keeps the run in this process only.
             run_id: the run's id (default: a new one). A saved run with this id is
                 refused unless ``fresh=True``, which deletes it first.
         """
@@ -237,7 +239,6 @@ class Graph:
             state = self.state_model.model_validate(state)
         run_id = run_id or f"gr_{uuid.uuid4().hex[:12]}"
         validate_session_id(graph_session(run_id))
-        storage = storage if storage is not None else MemoryStateStorage()
         engine = await _open(self, storage, run_id, takeover=False)
         if engine.saved is not None:
             if not fresh:
@@ -301,6 +302,10 @@ class Graph:
 async def _open(graph: Graph | None, storage: Any, run_id: str, *, takeover: bool) -> Engine:
     """An engine owning the run's session; an older engine of this process on it is closed."""
     session = validate_session_id(graph_session(run_id))
+    if storage is None:
+        engine = Engine(graph, log_for(None, session), run_id)
+        engine.saved = None
+        return engine
     place = (storage_location(storage), session)
     old = _LIVE.get(place)
     old_engine = old() if old is not None else None
