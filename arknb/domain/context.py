@@ -21,12 +21,14 @@ class ContextChange(BaseModel):
 
     Attributes:
         source: who made it: ``system_prompt``, ``extension`` (a section such as a
-            skill's instructions or the plan guide), ``context_compressor``, or
+            skill's instructions or the plan guide), ``context_compressor``,
+            ``executor_scope`` (a PlanAndExecute executor's private session), or
             ``hook:<name>`` (a ``before_model_call`` hook's rewrite).
         kind: ``instructions`` (put in front of the history), ``summary`` (history
             messages replaced by a summary), ``rewrite`` (history messages replaced by
             others), ``insert`` (messages the history does not have), ``drop`` (history
-            messages left out).
+            messages left out), ``scope`` (the request is a private context: an executor
+            sees its task, not its planner's history).
         range: ``(start, end)``: the history messages concerned (``end`` excluded;
             ``start == end`` for an insertion before ``start``).
         sent: ``(start, end)``: where the request holds what replaced them.

@@ -30,7 +30,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from arknb.domain import ArkError, ErrorCode, ErrorLayer, invalid_argument
+from arknb.domain import ArkError, ContextChange, ErrorCode, ErrorLayer, invalid_argument
+from arknb.hooks import ModelCallHookResult
 from arknb.tools import ToolContext, tool
 
 from ._engine import END, START
@@ -152,6 +153,7 @@ class PlanAndExecute:
                 runtime = self.running.get(session)
                 if runtime is None:
                     runtime = self.running[session] = await _build(factory, session)
+                    _mark_scope(runtime, executor)
                 await runtime.load()
                 task = content if not context.strip() else f"{content}\n\nFrom the planner:\n{context.strip()}"
                 return session, await _drive(runtime, task)
@@ -171,6 +173,20 @@ class PlanAndExecute:
             self.running.pop(session, None)
             lines.append(f"{item.content}\n→ {result}")
         return "\n\n".join(lines)
+
+
+def _mark_scope(runtime: Any, executor: str) -> None:
+    """Say, on each of the executor's model requests, that it sees a private scope: its
+    task and what the planner passed, not the planner's history (DESIGN §16)."""
+
+    @runtime.hooks.before_model_call(name="executor_scope")
+    def executor_scope(ctx: Any) -> Any:
+        if any(c.source == "executor_scope" for c in ctx.request.context_changes):
+            return None
+        n = len(ctx.request.messages)
+        change = ContextChange(source="executor_scope", kind="scope", range=(0, len(ctx.state.history)), sent=(0, n))
+        return ModelCallHookResult.proceed(ctx.request.model_copy(
+            update={"context_changes": ctx.request.context_changes + (change,)}))
 
 
 async def _drive(runtime: Any, task: str) -> str | None:

@@ -110,7 +110,10 @@ class ModelCall(OfRun):
         view = None
         if responded is None:  # what the model will see, against the raw history (DESIGN §16)
             version, changes, view = context_of(request.messages, rt.state.history, rt._system, self.hook)
-            request = request.model_copy(update={"context_version": version, "context_changes": changes})
+            named = request.context_changes  # changes a hook declared itself (an executor's private scope)
+            if named:
+                view = [{**c.model_dump(mode="json"), "before": [], "after": []} for c in named] + view
+            request = request.model_copy(update={"context_version": version, "context_changes": named + changes})
         self.request = request
         attempt = self.attempt
         rt._emit(EventTypes.LLM_BEFORE, lambda: flat_payload(

@@ -103,6 +103,8 @@ async def test_the_planner_plans_executors_carry_out_its_todos_and_it_replans_un
     texts = [m.text for m in first.messages if m.role != "system"]
     assert texts[0].startswith("tides in ") and "Use metres." in texts[0]
     assert not any("Compare the tides" in t for t in texts)
+    scope = [c for c in first.context_changes if c.source == "executor_scope"]
+    assert [(c.kind, c.range) for c in scope] == [("scope", (0, 1))]   # what the model saw: a private scope
     # results came back to the planner as the tool result of run_todos, in plan order
     tool_results = [m for m in planner.runtimes[0].state.history if m.role == "tool" and m.tool_call_id == "r1"]
     (result,) = tool_results
