@@ -4,8 +4,9 @@ Usage: python _graph_child.py <sqlite DIR | postgres DSN> <kind> <scenario> <eff
 
 mode ``run``: runs graph run ``g1`` until the node ``stop_at`` prints ``AT <node>`` (then
 the parent kills it), or until it waits for a person (prints ``WAITING``, then blocks).
-mode ``hold``: restores ``g1``, prints ``HELD <status>`` and blocks holding its lease;
-or ``LOCKED <code>`` if it could not.
+mode ``hold``: restores ``g1``, prints ``HELD <status>`` and holds its lease; a line
+``answer`` on stdin then answers its question (``ANSWER ok`` or ``ANSWER <error code>``);
+or it prints ``LOCKED <code>`` if it could not restore.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ async def main(where: str, kind: str, scenario: str, effects: str, mode: str, st
             print(f"LOCKED {exc.code}", flush=True)
             return
         print(f"HELD {run.status}", flush=True)
+        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        if line.strip() == "answer":  # answer the question as the (possibly no longer) owner
+            try:
+                await run.controller.answer_human(run.pending[0].item_id, True)
+                print("ANSWER ok", flush=True)
+            except ark.ArkError as exc:
+                print(f"ANSWER {exc.code}", flush=True)
     await asyncio.Event().wait()
 
 

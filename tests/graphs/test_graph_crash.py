@@ -42,7 +42,8 @@ class Child:
         kind, where = place
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(CHILD), where, kind, scenario, str(effects), mode, stop_at,
-            "idempotent" if idempotent else "", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "idempotent" if idempotent else "", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             env=dict(os.environ, PYTHONPATH=str(ROOT)))
         return cls(proc)
 
@@ -193,6 +194,14 @@ async def test_two_processes_restoring_one_graph_run_get_one_owner(place, tmp_pa
         assert info.value.code == "session_locked"
         taken = await graph.restore("g1", storage=store, takeover=True)   # takeover bumps the generation
         assert taken.status == "awaiting_human"
+        # the old owner's next commit fails with lease_lost and writes nothing
+        holder.proc.stdin.write(b"answer\n")
+        await holder.proc.stdin.drain()
+        assert await holder.line() == "ANSWER lease_lost"
+        await taken.controller.answer_human(taken.pending[0].item_id, False)   # the new owner's answer stands
+        await taken.wait()
+        assert taken.status == "awaiting_human" and taken.state.approved is False  # routed back, asking again
+        assert counts(effects) == Counter({"research": 2})
         await close(store, taken)
     finally:
         await holder.kill()
