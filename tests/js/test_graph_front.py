@@ -1,0 +1,61 @@
+"""The timeline's JS index nests a graph step's spans as the Python model does
+(js/src/lib/timeline_index.js vs arknb/widgets/_timeline_model.py), on the events of a
+real graph run with an agent node."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated
+
+from pydantic import BaseModel
+
+import arknb as ark
+from arknb.widgets._timeline_model import spans as py_spans
+
+from .test_timeline_front import mount, span_rows
+
+
+class Doc(BaseModel):
+    topic: str
+    notes: Annotated[list[str], ark.append] = []
+
+
+def graph_events() -> list[dict]:
+    @ark.tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return f"facts about {q}"
+
+    def factory(session_id: str):
+        model = ark.ScriptedModel([
+            ark.ScriptedTurn(tool_calls=[ark.ToolCall(id="c1", name="lookup", arguments_json='{"q": "tides"}')]),
+            "Tides follow the moon."])
+        return ark.AgentRuntime(model, tools=[lookup], session_id=session_id)
+
+    g = ark.Graph("front_events", state=Doc)
+    g.node(lambda s: {"notes": "start"}, name="prepare")
+    g.agent("research", factory, prompt=lambda s: s.topic, output="notes")
+    g.edge(ark.START, "prepare"); g.edge("prepare", "research")
+
+    async def go():
+        seen = []
+        run = await g.start(Doc(topic="tides"), run_id="f1")
+        run.bus.subscribe("*", seen.append)
+        await run.wait()
+        return [e.to_dict() for e in seen]
+    with ThreadPoolExecutor(1) as pool:  # (the sync Playwright API holds this thread's loop)
+        return pool.submit(asyncio.run, go()).result()
+
+
+def test_graph_step_spans_nest_their_agents_spans_in_js_as_in_python(harness):
+    events = graph_events()
+    mount(harness, events)
+    got = span_rows(harness)
+    want = [(s["kind"], f"{s['kind']} {s['label']}", s["depth"], s["status"]) for s in py_spans(events)]
+    assert [tuple(x) for x in got] == want
+    depth = {label: d for _, label, d, _ in got}
+    assert depth["step step 2 research"] == 1
+    child = next(label for label in depth if label.startswith("run run run_"))  # the agent's own run
+    assert depth[child] == depth["step step 2 research"] + 1
+    assert depth["tool lookup c1"] > depth[child]
