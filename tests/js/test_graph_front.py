@@ -59,3 +59,45 @@ def test_graph_step_spans_nest_their_agents_spans_in_js_as_in_python(harness):
     child = next(label for label in depth if label.startswith("run run run_"))  # the agent's own run
     assert depth[child] == depth["step step 2 research"] + 1
     assert depth["tool lookup c1"] > depth[child]
+
+
+def _item(item_id, schema, kind="human", question="?"):
+    return {"item_id": item_id, "kind": kind, "node": "ask", "step": 2, "question": question, "schema": schema,
+            "detail": {}}
+
+
+def test_graph_cards_build_a_form_per_answer_type_and_send_typed_values(harness):
+    pending = [_item("r:2:ok", {"type": "boolean"}, question="<b>Publish?</b>"),
+               _item("r:2:name", {"type": "string"}),
+               _item("r:2:count", {"type": "integer"}),
+               _item("r:2:colour", {"enum": ["red", "blue"], "type": "string"}),
+               _item("r:2:step", {}, kind="in_doubt", question="began before its process stopped")]
+    harness.mount("graph", {"svg": "", "status": "awaiting_human", "pending": pending, "error": "",
+                            "graph_name": "g", "static_id": ""})
+    page = harness.page
+    cards = page.locator("[data-testid='arknb-human-card']")
+    assert cards.count() == 5
+    # untrusted question text stays text
+    assert cards.nth(0).get_by_test_id("arknb-human-question").inner_text() == "<b>Publish?</b>"
+    assert cards.nth(1).get_by_test_id("arknb-human-input").get_attribute("type") == "text"
+    assert cards.nth(2).get_by_test_id("arknb-human-input").get_attribute("type") == "number"
+    assert cards.nth(3).locator("select option").all_inner_texts() == ["red", "blue"]
+    cards.nth(0).get_by_test_id("arknb-human-reject").click()
+    assert harness.sent()[-1] == {"type": "answer_human", "item_id": "r:2:ok", "value": False}
+    harness.set("pending", pending[1:])  # the kernel answers: the card goes, the others come back enabled
+    cards.nth(0).get_by_test_id("arknb-human-input").fill("Ada")
+    cards.nth(0).get_by_test_id("arknb-human-send").click()
+    assert harness.sent()[-1] == {"type": "answer_human", "item_id": "r:2:name", "value": "Ada"}
+    harness.set("pending", pending[2:])
+    cards.nth(0).get_by_test_id("arknb-human-input").fill("42")
+    cards.nth(0).get_by_test_id("arknb-human-input").press("Enter")
+    assert harness.sent()[-1] == {"type": "answer_human", "item_id": "r:2:count", "value": 42}
+    harness.set("pending", pending[3:])
+    cards.nth(0).locator("select").select_option("blue")
+    cards.nth(0).get_by_test_id("arknb-human-send").click()
+    assert harness.sent()[-1] == {"type": "answer_human", "item_id": "r:2:colour", "value": "blue"}
+    harness.set("pending", pending[4:])
+    cards.nth(0).get_by_test_id("arknb-human-rerun").click()
+    assert harness.sent()[-1] == {"type": "decide_graph", "item_id": "r:2:step", "choice": "rerun", "value": None}
+    harness.set("pending", [])
+    assert cards.count() == 0
