@@ -114,8 +114,8 @@ async def per_step(steps: int, reps: int, folder: Path) -> None:
             print(f"    graph, storage={kind:<12} {took / steps * 1e6:9.1f} µs/step   ratio {took / base:6.2f}×   "
                   f"added {extra:6.3f} ms/step")
     bare = await bare_commit_ms(folder)
-    print(f"  a bare synced SQLiteStore commit on this disk: {bare:.3f} ms (a step of a node that may not run twice "
-          "makes two, an idempotent node's one; sqlite_idem = idempotent=True)")
+    print(f"  a bare synced SQLiteStore commit on this disk: {bare:.3f} ms (a step of a chain of function nodes "
+          "makes one synced commit: its end and the next step's start; sqlite_idem = idempotent=True)")
 
 
 def fsyncs(steps: int, folder: Path) -> int | None:

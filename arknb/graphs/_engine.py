@@ -137,7 +137,8 @@ class Engine:
         self.step = 1
         self.frontier = self.graph.successors(START, state)
         self.taken = [[START, node] for node in self.frontier]
-        await self.write(checkpoint=True)
+        prepared = [p for p in (self.steps.prepare(self.graph.nodes[n], 1) for n in self.frontier) if p is not None]
+        await self.write([op for op, _ in prepared], [ev for _, ev in prepared], checkpoint=True)
 
     def start(self) -> None:
         if self.status is not GraphStatus.RUNNING or (self.task is not None and not self.task.done()):
@@ -222,6 +223,11 @@ class Engine:
             return
         self.step = step + 1
         self.frontier = nexts
+        for name in nexts:  # the next step's function and map nodes begin in this same commit
+            prepared = self.steps.prepare(self.graph.nodes[name], self.step)
+            if prepared is not None:
+                held.append(prepared[0])
+                finished.append(prepared[1])
         await self.write(held, finished, checkpoint=True)
 
     # -- people ----------------------------------------------------------------------

@@ -7,8 +7,10 @@ session's state, in the ``graph`` slice of ``AgentState.extensions``; each step 
 
 * :class:`DurableLog` (``SQLiteStore``, ``PostgresStore``, ``MemoryStore``): a step's
   operation is committed ``executing`` before the node runs and ``completed`` with its
-  update after; a step's last operation and the next checkpoint go in one transaction,
-  so a one-node step costs two commits. The run holds the session's lease.
+  update after; a one-node step's completion, the next checkpoint and the ``executing``
+  operations of the next step's function and map nodes go in one transaction, so a
+  chain of function nodes costs one synced commit per step. The run holds the
+  session's lease.
 * :class:`PlainLog` (``MemoryStateStorage``, ``FileStateStorage``, any ``StateStorage``):
   the operations of the step under way ride inside the checkpoint and every change is
   one ``save``. It runs the same graphs, but it is not crash-safe the way a durable

@@ -35,8 +35,10 @@ async def run_map(runner: StepRunner, node: MapNode, step: int, key: str, op: Op
     from ._steps import NodeOutcome, _failure
     e = runner.engine
     if op is None:
-        op = new_step_op(e, key, {"node": node.name, "kind": "map", "step": step, "state_version": e.version})
-        await runner.started(op, node, step)
+        op = runner.take_prepared(key)  # committed with the step before
+        if op is None:
+            op = new_step_op(e, key, {"node": node.name, "kind": "map", "step": step, "state_version": e.version})
+            await runner.started(op, node, step)
         known: dict[int, Operation] = {}
     else:
         known = {int(item.purpose_key.rsplit("[", 1)[1].rstrip("]")): item for item in await e.log.items(key)}

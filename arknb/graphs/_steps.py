@@ -67,6 +67,7 @@ class StepRunner:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.prepared: dict[str, Operation] = {}   # next step's operations, committed already
 
     def key(self, node: str, step: int) -> str:
         return f"{self.engine.run_id}:{step}:{node}"
@@ -109,6 +110,24 @@ class StepRunner:
             "node": node.name, "step": step, "kind": node.kind, "step_id": op.operation_id,
             "state_version": self.engine.version, "attempt": len(op.attempts)})],
             sync=not (node.idempotent and isinstance(node, FunctionNode)))
+
+    def prepare(self, node: Any, step: int) -> tuple[Operation, Any] | None:
+        """The ``executing`` operation and ``graph.step_started`` event of a function or map
+        node of the next step, to commit with the step that leads to it: one commit per
+        step instead of two (the node's start is still on record before it runs)."""
+        from ._engine import new_step_op
+        if not isinstance(node, (FunctionNode, MapNode)):
+            return None  # an agent's prompt, a person's question: made by user code when the step runs
+        e = self.engine
+        key = self.key(node.name, step)
+        op = new_step_op(e, key, {"node": node.name, "kind": node.kind, "step": step, "state_version": e.version})
+        self.prepared[key] = op
+        return op, e.event(EventTypes.GRAPH_STEP_STARTED, {
+            "node": node.name, "step": step, "kind": node.kind, "step_id": op.operation_id,
+            "state_version": e.version, "attempt": 1})
+
+    def take_prepared(self, key: str) -> Operation | None:
+        return self.prepared.pop(key, None)
 
     def finish(self, op: Operation, update: dict[str, Any] | None, error: ErrorInfo | None) -> Operation:
         now = time.time()
@@ -159,13 +178,19 @@ class StepRunner:
                         single: bool) -> NodeOutcome:
         from ._engine import new_step_op
         e = self.engine
-        if op is None:
+        prepared = self.take_prepared(key) if op is None else None
+        if prepared is not None:
+            op = prepared  # committed with the step before
+        elif op is None:
             op = new_step_op(e, key, {"node": node.name, "kind": node.kind, "step": step, "state_version": e.version})
+            await self.started(op, node, step)
         elif _began_before(op):
             if not self.may_rerun(op, node.idempotent):
                 return self.in_doubt(op, node.name, step, key, f"step {node.name!r} (step {step})")
             op = self.retry_op(op)
-        await self.started(op, node, step)
+            await self.started(op, node, step)
+        else:
+            await self.started(op, node, step)
         update, error = None, None
         try:
             value = await call_user(node.fn, e.state, self.ctx(node.name, step, key, len(op.attempts)), node.arity)
