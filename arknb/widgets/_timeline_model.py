@@ -180,8 +180,9 @@ def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             # A graph step (DESIGN §16): the spans of its agent's runtime nest under it, as a
             # sub-agent's under its tool call (their envelope names the step as parent call).
             sid = str(p.get("step_id") or "")
+            run = b.runs.get(rid) or b.start_run(e, pos, f"graph {p.get('graph', '?')} {rid}")
             b.tools[(rid, sid)] = b.open("step", f"step {p.get('step', '?')} {p.get('node', '?')}", e, pos,
-                                         b.run_of(e, pos), call_id=sid, node=p.get("node"))
+                                         run, call_id=sid, node=p.get("node"))
         elif etype == "graph.step_finished":
             span = b.tools.get((rid, str(p.get("step_id") or "")))
             b.close(span, e, pos, "ok" if p.get("status") == "completed" else "error")

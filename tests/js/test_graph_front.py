@@ -55,7 +55,7 @@ def test_graph_step_spans_nest_their_agents_spans_in_js_as_in_python(harness):
     want = [(s["kind"], f"{s['kind']} {s['label']}", s["depth"], s["status"]) for s in py_spans(events)]
     assert [tuple(x) for x in got] == want
     depth = {label: d for _, label, d, _ in got}
-    assert depth["step step 2 research"] == 1
+    assert depth["run graph front_events f1"] == 0 and depth["step step 2 research"] == 1
     child = next(label for label in depth if label.startswith("run run run_"))  # the agent's own run
     assert depth[child] == depth["step step 2 research"] + 1
     assert depth["tool lookup c1"] > depth[child]
