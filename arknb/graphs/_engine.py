@@ -113,13 +113,19 @@ class Engine:
         return AgentEvent(f"ev_{new_op_id()[3:]}", event_type, self.log.session_id, run_id or self.run_id,
                           self.log.sequence, time.time(), {"graph": self.graph.name, **payload})
 
-    async def write(self, operations=(), events=(), *, checkpoint: bool = False, sync: bool = True) -> None:
-        """Commit, then publish what was committed (saved first, then announced)."""
+    async def write(self, operations=(), events=(), *, checkpoint: bool = False, sync: bool = True,
+                    soon: bool = False) -> None:
+        """Commit, then publish what was committed (saved first, then announced); ``soon``
+        publishes on the loop's next turn (so a listener subscribed right after
+        ``Graph.start`` returns hears the first step begin)."""
         events = tuple(events)
         saved = self.checkpoint() if checkpoint and self.log.keeps_checkpoints else None
         await self.log.write(operations, events, saved, sync=sync)
-        for event in events:
-            self.bus.publish(event)
+        if soon and events:
+            asyncio.get_running_loop().call_soon(lambda: [self.bus.publish(event) for event in events])
+        else:
+            for event in events:
+                self.bus.publish(event)
         if checkpoint:
             self.notify()
 
@@ -138,7 +144,7 @@ class Engine:
         self.frontier = self.graph.successors(START, state)
         self.taken = [[START, node] for node in self.frontier]
         prepared = [p for p in (self.steps.prepare(self.graph.nodes[n], 1) for n in self.frontier) if p is not None]
-        await self.write([op for op, _ in prepared], [ev for _, ev in prepared], checkpoint=True)
+        await self.write([op for op, _ in prepared], [ev for _, ev in prepared], checkpoint=True, soon=True)
 
     def start(self) -> None:
         if self.status is not GraphStatus.RUNNING or (self.task is not None and not self.task.done()):

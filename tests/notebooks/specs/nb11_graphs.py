@@ -96,6 +96,8 @@ waits; its cards answer the question (the chat can show them too:
     code("""
 # NBVAL_IGNORE_OUTPUT
 run = await g.start(Triage(question="Why are there tides?"), storage=store, run_id="triage-1")
+trace = []
+run.bus.subscribe(ark.EventTypes.ANY, trace.append)   # every event, the agent nodes' too (for the timeline below)
 ark.GraphWidget(run)
 """),
     code("""
@@ -123,6 +125,14 @@ print(run.status)
 for step, node, status in run.path:
     print(step, node, status)
 print(run.state.summaries)
+"""),
+    md("""
+The timeline nests each step's spans under a step span: the `answer` steps hold their
+agent's run, with its model call.
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+ark.TimelineWidget(events=trace)
 """),
     md("""
 ## 2. A map over many items, a few at a time
