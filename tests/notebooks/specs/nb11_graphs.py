@@ -132,7 +132,7 @@ agent's run, with its model call.
 """),
     code("""
 # NBVAL_IGNORE_OUTPUT
-ark.TimelineWidget(events=trace)
+ark.TimelineWidget(trace)
 """),
     md("""
 ## 2. A map over many items, a few at a time
