@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from typing import Any
 
 from pydantic import BaseModel

@@ -29,6 +29,7 @@ the run with an error naming the route's node.
 
 from __future__ import annotations
 
+import types
 import typing
 import uuid
 import weakref
@@ -326,7 +327,7 @@ async def _open(graph: Graph | None, storage: Any, run_id: str, *, takeover: boo
 def _answer_type(model: type[BaseModel], field: str) -> Any:
     annotation = model.model_fields[field].annotation
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if typing.get_origin(annotation) in (typing.Union, getattr(__import__("types"), "UnionType", None)) and len(args) == 1:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
         return args[0]  # bool | None: a person answers a bool
     return annotation
 

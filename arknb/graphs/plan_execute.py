@@ -135,7 +135,9 @@ class PlanAndExecute:
             return await self._execute(planner, ctx, executor or names[0], context)
 
         text = " ".join(run_todos.__doc__.split())
-        return tool(name=RUN_TODOS, description=f"{text} Executors: {', '.join(names)} (default {names[0]}).")(run_todos)
+        # idempotent: after a crash it runs again and picks each executor up in its own session
+        description = f"{text} Executors: {', '.join(names)} (default {names[0]})."
+        return tool(name=RUN_TODOS, idempotent=True, description=description)(run_todos)
 
     async def _execute(self, planner: Any, ctx: ToolContext, executor: str, context: str) -> Any:
         factory = self.executors.get(executor)

@@ -98,3 +98,40 @@ def build(scenario: str, store, effects: Path, *, stop_at: str | None = None, id
         g.route("review", lambda s: "finish" if s.approved else "research", targets=["finish", "research"])
     g.edge("finish", ark.END)
     return g
+
+
+def build_plan(store, effects: Path, *, stop_at: str | None = None, planner_turns: list | None = None,
+               restored: bool = False):
+    """A PlanAndExecute whose two executors each call ``fetch`` (idempotent) once; the
+    planner plans two todos, runs them, and answers. ``restored``: the models hold only
+    what is left to say after the crash (a finished model call is never asked again)."""
+    import json
+
+    def call(cid, name, **arguments):
+        return ark.ToolCall(id=cid, name=name, arguments_json=json.dumps(arguments))
+
+    todos = [{"content": f"port {p}", "status": "pending"} for p in ("brest", "dover")]
+    turns = planner_turns if planner_turns is not None else [
+        ark.ScriptedTurn(tool_calls=[call("t1", "write_todos", todos=todos)]),
+        ark.ScriptedTurn(tool_calls=[call("r1", "run_todos")])]
+    turns = turns + ["Both ports fetched."]
+
+    def planner(session_id):
+        return ark.AgentRuntime(ark.ScriptedModel(turns), storage=store, session_id=session_id,
+                                plan_mode=ark.PlanMode.AUTO)
+
+    @ark.tool(idempotent=True)
+    async def fetch(port: str) -> str:
+        """Fetch a port's tide table."""
+        record(effects, f"fetch-{port}")
+        if stop_at == f"fetch-{port}":
+            await _stop_here(stop_at)
+        return f"table of {port}"
+
+    def executor(session_id):
+        port = "brest" if session_id.endswith(".1") else "dover"
+        first = [] if restored else [ark.ScriptedTurn(tool_calls=[call("f1", "fetch", port=port)])]
+        return ark.AgentRuntime(ark.ScriptedModel(first + [f"{port} done"]),
+                                tools=[fetch], storage=store, session_id=session_id)
+
+    return ark.PlanAndExecute(planner=planner, executors={"fetcher": executor}, max_parallel=1, name="crash_plan")

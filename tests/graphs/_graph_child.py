@@ -18,11 +18,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import arknb as ark  # noqa: E402
-from _crash_graphs import Work, build, open_store  # noqa: E402
+from _crash_graphs import Work, build, build_plan, open_store  # noqa: E402
 
 
 async def main(where: str, kind: str, scenario: str, effects: str, mode: str, stop_at: str, idempotent: bool) -> None:
     store = open_store(kind, where)
+    if scenario == "plan":
+        team = build_plan(store, Path(effects), stop_at=stop_at or None)
+        await team.run("Fetch the tide tables", storage=store, run_id="g1")
+        return
     graph = build(scenario, store, Path(effects), stop_at=stop_at or None, idempotent=idempotent)
     if mode == "run":
         run = await graph.run(Work(topic="tides"), storage=store, run_id="g1")

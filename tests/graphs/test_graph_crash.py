@@ -18,7 +18,7 @@ import pytest
 import arknb as ark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _crash_graphs import build, open_store  # noqa: E402
+from _crash_graphs import build, build_plan, open_store  # noqa: E402
 
 CHILD = Path(__file__).with_name("_graph_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,3 +205,18 @@ async def test_two_processes_restoring_one_graph_run_get_one_owner(place, tmp_pa
         await close(store, taken)
     finally:
         await holder.kill()
+
+
+async def test_plan_and_execute_killed_in_its_second_executor_never_reruns_the_first(place, tmp_path) -> None:
+    effects = tmp_path / "effects.log"
+    await crash_at(place, "plan", effects, "fetch-dover")
+    store = open_store(*place)
+    # the restored planner's model answers; the first executor's session is finished and reused
+    team = build_plan(store, effects, planner_turns=[], restored=True)
+    run = await team.restore("g1", storage=store)
+    try:
+        assert run.status == "completed", (run.error, run.pending)
+        assert run.state.answer == "Both ports fetched."
+        assert counts(effects) == Counter({"fetch-brest": 1, "fetch-dover": 2})  # dover's fetch is idempotent
+    finally:
+        await close(store, run)
