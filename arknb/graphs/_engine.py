@@ -181,8 +181,12 @@ class Engine:
         if single:
             outcomes = [await self.steps.run(self.graph.nodes[nodes[0]], step, resuming, True)]
         else:
-            outcomes = list(await asyncio.gather(
-                *(self.steps.run(self.graph.nodes[name], step, resuming, False) for name in nodes)))
+            gate = asyncio.Semaphore(getattr(self.graph, "max_parallel", None) or len(nodes))
+
+            async def one(name: str) -> NodeOutcome:
+                async with gate:
+                    return await self.steps.run(self.graph.nodes[name], step, resuming, False)
+            outcomes = list(await asyncio.gather(*(one(name) for name in nodes)))
         held = [op for outcome in outcomes for op in outcome.ops]
         waiting = [item for outcome in outcomes for item in outcome.waiting]
         if waiting:

@@ -76,10 +76,17 @@ class Graph:
         state: the pydantic model of the graph's state. A field annotated
             ``Annotated[list[X], ark.append]`` (or any two-argument reducer) is merged
             with it instead of replaced.
+        max_parallel: how many nodes of one step (parallel branches: several edges out
+            of a node, a route returning several names) run at once; None: all. A map
+            node has its own ``limit``.
     """
 
-    def __init__(self, name: str, *, state: type[BaseModel]) -> None:
+    def __init__(self, name: str, *, state: type[BaseModel], max_parallel: int | None = None) -> None:
         self.name = check_name(name, "graph")
+        if max_parallel is not None and (isinstance(max_parallel, bool) or not isinstance(max_parallel, int)
+                                         or max_parallel < 1):
+            raise invalid_argument(f"Graph {name!r}: max_parallel must be a positive int or None, got {max_parallel!r}")
+        self.max_parallel = max_parallel
         if not (isinstance(state, type) and issubclass(state, BaseModel)):
             raise invalid_argument(f"Graph {name!r}: state= takes a pydantic model class, got {state!r}")
         self.state_model = state

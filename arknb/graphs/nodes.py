@@ -63,8 +63,8 @@ class NodeContext:
 
 def _arity(fn: Callable[..., Any]) -> int:
     try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [p for p in inspect.signature(fn).parameters.values()  # (a defaulted one is not ctx)
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
     except (TypeError, ValueError):
         return 1
     return 2 if len(params) >= 2 else 1

@@ -175,6 +175,26 @@ async def test_parallel_branches_run_together_and_join() -> None:
     assert [n for _, n, _ in run.path].count("join") == 1
 
 
+async def test_parallel_branches_respect_the_graphs_max_parallel() -> None:
+    g = ark.Graph("fan_limited", state=Triage, max_parallel=2)
+    in_flight, peak = 0, 0
+
+    async def branch(state, name):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return {"notes": name}
+
+    for name in ("a", "b", "c", "d"):
+        g.node(lambda s, n=name: branch(s, n), name=name)
+        g.edge(ark.START, name)
+    run = await g.run(Triage(question="q"))
+    assert run.status == "completed" and peak == 2
+    assert run.state.notes == ["a", "b", "c", "d"]   # merged in the frontier's order
+
+
 async def test_a_map_keeps_the_input_order_and_the_limit() -> None:
     g = ark.Graph("map_order", state=Triage)
     in_flight, peak = 0, 0
