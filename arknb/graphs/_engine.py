@@ -31,7 +31,7 @@ __all__ = ["Engine", "END", "START"]
 
 START = "__start__"
 END = "__end__"
-PATH_KEPT = 100
+PATH_KEPT = 20
 """How many of the latest steps a checkpoint keeps in ``path`` (each node's last status is
 kept whatever the run's length): a step's save costs the same at step 10 and 10,000."""
 _TERMINAL = (GraphStatus.COMPLETED, GraphStatus.FAILED, GraphStatus.CANCELLED)
@@ -61,6 +61,7 @@ class Engine:
         self.children: dict[str, Any] = {}      # agent node -> runtime waiting for a person
         self.started_at = time.time()
         self.saved: dict[str, Any] | None = None
+        self.saved_pending: list[dict[str, Any]] = []
         self.watchers: list[Any] = []       # called after each checkpoint commit (observers: a drawing)
         self._decisions = asyncio.Lock()
         self.steps = StepRunner(self)
@@ -86,6 +87,7 @@ class Engine:
         self.node_status = dict(saved.get("node_status") or {n: st for _, n, st in self.path})
         self.taken = [list(edge) for edge in saved.get("taken", ())]
         self.pending = [PendingStep.from_dict(item) for item in saved.get("pending", ())]
+        self.saved_pending = [item.to_dict() for item in self.pending]
         self.error = ErrorInfo.model_validate(saved["error"]) if saved.get("error") else None
         self.started_at = float(saved.get("started_at", time.time()))
         self.resuming = True
@@ -191,7 +193,11 @@ class Engine:
         waiting = [item for outcome in outcomes for item in outcome.waiting]
         if waiting:
             self.status = GraphStatus.AWAITING_HUMAN
+            unchanged = resuming and not held and [i.to_dict() for i in waiting] == self.saved_pending
             self.pending = waiting
+            if unchanged:  # restored while it waits: nothing new to save or announce (a restore only reads)
+                self.notify()
+                return
             events = [self.event(EventTypes.GRAPH_WAITING, {"node": item.node, "step": step, "item_id": item.item_id,
                                                             "kind": item.kind, "question": item.question})
                       for item in waiting]

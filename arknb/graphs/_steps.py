@@ -158,7 +158,8 @@ class StepRunner:
                            "(rerun), record what it did (mark_done) or record that it failed (mark_failed)",
                            detail={"operation_id": op.operation_id, "attempts": len(op.attempts),
                                    "started_at": op.attempts[-1].started_at if op.attempts else None})
-        return NodeOutcome(waiting=[item], ops=[held], step_id=op.operation_id, node=node)
+        already = op.status is OperationStatus.INDETERMINATE  # (on record: nothing to write again)
+        return NodeOutcome(waiting=[item], ops=[] if already else [held], step_id=op.operation_id, node=node)
 
     def retry_op(self, op: Operation) -> Operation:
         """``op`` with its interrupted attempt closed and a new one begun."""

@@ -121,7 +121,7 @@ class GraphRun:
     @property
     def path(self) -> tuple[tuple[int, str, str], ...]:
         """Every step's nodes as ``(step, node, status)``, in order: the path taken (after a
-        restore, the saved run's latest 100 steps, then the steps run since)."""
+        restore, the saved run's latest 20 steps, then the steps run since)."""
         return tuple((int(s), str(n), str(st)) for s, n, st in self._engine.path)
 
     @property
