@@ -175,6 +175,18 @@ async def test_parallel_branches_run_together_and_join() -> None:
     assert [n for _, n, _ in run.path].count("join") == 1
 
 
+async def test_a_route_returning_several_names_runs_them_together() -> None:
+    g = ark.Graph("route_fan", state=Triage)
+    g.node(lambda s: None, name="split")
+    g.node(lambda s: {"notes": "x"}, name="x")
+    g.node(lambda s: {"notes": "y"}, name="y")
+    g.edge(ark.START, "split")
+    g.route("split", lambda s: ["y", "x"], targets=["x", "y"])
+    run = await g.run(Triage(question="q"))
+    assert run.status == "completed" and run.state.notes == ["y", "x"]   # the route's order
+    assert [(step, node) for step, node, _ in run.path] == [(1, "split"), (2, "y"), (2, "x")]
+
+
 async def test_parallel_branches_respect_the_graphs_max_parallel() -> None:
     g = ark.Graph("fan_limited", state=Triage, max_parallel=2)
     in_flight, peak = 0, 0
