@@ -33,7 +33,8 @@ def _texts(messages: Sequence[AgentMessage]) -> list[dict[str, Any]]:
 
 
 def context_of(messages: Sequence[AgentMessage], history: Sequence[AgentMessage], system: Sequence[AgentMessage],
-               hook: str | None) -> tuple[int, tuple[ContextChange, ...], list[dict[str, Any]]]:
+               hook: str | None, sections: Sequence[tuple[str, str]] = ()
+               ) -> tuple[int, tuple[ContextChange, ...], list[dict[str, Any]]]:
     """``(context_version, changes, view)``: ``view`` is each change with the history's
     messages it concerns and what the request holds instead (clipped), for the timeline."""
     n_sys = 0
@@ -55,13 +56,20 @@ def context_of(messages: Sequence[AgentMessage], history: Sequence[AgentMessage]
     elif system and n_sys and messages[0].text.startswith(system[0].text + "\n\n"):
         # the extensions' sections follow the system prompt in one system message
         add("system_prompt", "instructions", (0, 0), (0, 1))
-        changes.append(ContextChange(source="extension", kind="instructions", range=(0, 0), sent=(0, 1)))
-        view.append({"source": "extension", "kind": "instructions", "range": [0, 0], "sent": [0, 1], "before": [],
-                     "after": _texts([AgentMessage.system(messages[0].text[len(system[0].text):].strip())])})
-        view[-2]["after"] = _texts(system[:1])
+        view[-1]["after"] = _texts(system[:1])
+        rest = messages[0].text[len(system[0].text):].strip()
+        named = [(name, text) for name, text in sections if text in rest] or [("", rest)]
+        for name, text in named:  # one change per extension's section (a skill's instructions, the plan guide)
+            source = f"extension:{name}" if name else "extension"
+            changes.append(ContextChange(source=source, kind="instructions", range=(0, 0), sent=(0, 1)))
+            view.append({"source": source, "kind": "instructions", "range": [0, 0], "sent": [0, 1], "before": [],
+                         "after": _texts([AgentMessage.system(text)])})
         own = 1
     if n_sys > own:
-        add("extension" if hook is None else f"hook:{hook}", "instructions", (0, 0), (own, n_sys))
+        named = [name for name, text in sections if any(text in m.text for m in messages[own:n_sys])]
+        source = f"hook:{hook}" if hook is not None and not named else \
+            ("extension:" + ",".join(named) if named else "extension")
+        add(source, "instructions", (0, 0), (own, n_sys))
     sent = messages[n_sys:]
     if len(sent) == len(history) and all(a is b for a, b in zip(sent, history)):
         return len(history), tuple(changes), view

@@ -109,7 +109,8 @@ class ModelCall(OfRun):
                 request = decision.request
         view = None
         if responded is None:  # what the model will see, against the raw history (DESIGN §16)
-            version, changes, view = context_of(request.messages, rt.state.history, rt._system, self.hook)
+            version, changes, view = context_of(request.messages, rt.state.history, rt._system, self.hook,
+                                                getattr(rt._extensions, "last_sections", ()))
             named = request.context_changes  # changes a hook declared itself (an executor's private scope)
             if named:
                 view = [{**c.model_dump(mode="json"), "before": [], "after": []} for c in named] + view

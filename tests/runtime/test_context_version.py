@@ -69,8 +69,8 @@ async def test_a_skills_instructions_are_an_extension_change_recorded_on_the_ope
     runtime = ark.AgentRuntime(model, skills=[skill], system_prompt="Be brief.", storage=store, session_id="ctx1")
     await runtime.run("tides?")
     kinds = [(c.source, c.kind) for c in model.requests[0].context_changes]
-    assert kinds == [("system_prompt", "instructions"), ("extension", "instructions")]
+    assert kinds == [("system_prompt", "instructions"), ("extension:skills", "instructions")]
     (op,) = [op for op in await store.list_operations("ctx1") if op.kind == "model_call"]
     assert op.effective_input["context"] == {"version": 1, "changes": [
-        {"source": "extension", "kind": "instructions", "range": [0, 0], "sent": [0, 1]}]}
+        {"source": "extension:skills", "kind": "instructions", "range": [0, 0], "sent": [0, 1]}]}
     await runtime.aclose()
