@@ -93,6 +93,7 @@ class PlanAndExecute:
         self.graph.agent("planner", self._planner, prompt=lambda s: s.task, output="answer")
         self.graph.edge(START, "planner")
         self.graph.edge("planner", END)
+        self.graph.expanders["planner"] = _ExecutorItems(self)
         self.running: dict[str, Any] = {}      # executor session -> its runtime (alive in this process)
 
     async def run(self, task: str, **options: Any) -> GraphRun:
@@ -169,12 +170,68 @@ class PlanAndExecute:
                     calls.append({"executor": session, "tool": item.tool_call.name, "arguments": item.tool_call.arguments})
             return ctx.defer(f"{len(waiting)} executor(s) wait for approval of "
                              f"{', '.join(c['tool'] for c in calls) or 'their calls'}; approve to let them go on",
-                             detail={"executors": calls})
+                             detail={"executors": calls, "sessions": [session for session, _ in waiting]})
         lines = []
         for (session, result), item in zip(outcomes, todos):
             self.running.pop(session, None)
             lines.append(f"{item.content}\n→ {result}")
         return "\n\n".join(lines)
+
+
+class _ExecutorItems:
+    """Lists a waiting run_todos call's executors' own pending calls at the graph run's
+    controller, one item each (``planner/{planner item}/{n}/{executor item}``), and
+    decides them in their executor; once none is left, the planner's call is approved and
+    run again, which waits for the executors and answers (as sub-agents' approvals reach
+    their parent)."""
+
+    def __init__(self, team: PlanAndExecute) -> None:
+        self.team = team
+
+    def _executors(self, item: Any) -> list[tuple[int, Any]]:
+        sessions = (item.detail or {}).get("sessions") if item.tool_call.name == RUN_TODOS else None
+        out = []
+        for session in sessions or ():
+            runtime = self.team.running.get(session)
+            if runtime is not None:
+                out.append((int(session.rsplit(".", 1)[1]), runtime))
+        return out
+
+    def expand(self, node: str, step: int, item: Any) -> list[Any] | None:
+        from .run import PendingStep
+        found = []
+        for n, runtime in self._executors(item):
+            for inner in runtime.controller.list_pending_approvals():
+                call = inner.tool_call
+                found.append(PendingStep(f"{node}/{item.approval_id}/{n}/{inner.approval_id}", inner.kind, node, step,
+                                         f"executor {n}: {inner.reason or call.name}",
+                                         detail={"tool": call.name, "arguments": call.arguments,
+                                                 "executor": runtime.session_id, "approval_id": inner.approval_id}))
+        return found or None
+
+    async def decide(self, planner_controller: Any, item_id: str, choice: str, value: Any) -> bool:
+        parts = item_id.split("/")
+        if len(parts) != 3:
+            return False
+        outer, n, inner = parts
+        item = next((i for i in planner_controller.list_pending_approvals() if i.approval_id == outer), None)
+        runtime = dict(self._executors(item)).get(int(n)) if item is not None and n.isdigit() else None
+        if runtime is None:
+            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+                           f"no executor's call {item_id!r} waits here")
+        controller = runtime.controller
+        calls = {"approve": lambda: controller.approve(inner), "deny": lambda: controller.deny(inner, value),
+                 "rerun": lambda: controller.rerun(inner),
+                 "done": lambda: controller.mark_done(inner, str(value or "")),
+                 "failed": lambda: controller.mark_failed(inner, str(value or "marked failed"))}
+        if choice not in calls:
+            raise invalid_argument(f"unknown decision {choice!r}")
+        result = await calls[choice]()
+        if not result.ok:
+            raise result.error
+        if not any(r.controller.list_pending_approvals() for _, r in self._executors(item)):
+            await planner_controller.approve(outer)  # its executors can go on: run_todos runs again and waits
+        return True
 
 
 def _mark_scope(runtime: Any, executor: str) -> None:

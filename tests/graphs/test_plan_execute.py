@@ -131,24 +131,30 @@ async def test_review_puts_the_first_plan_in_front_of_a_person() -> None:
     assert len(executors.sessions) == 1
 
 
-async def test_an_executors_approval_reaches_the_graph_runs_controller() -> None:
+async def test_executors_approvals_reach_the_graph_runs_controller_one_by_one() -> None:
     planner = Planner([
-        ark.ScriptedTurn(tool_calls=[todos("t1", ("delete the cache", "pending"))]),
+        ark.ScriptedTurn(tool_calls=[todos("t1", ("delete the cache", "pending"), ("drop the table", "pending"))]),
         ark.ScriptedTurn(tool_calls=[call("r1", "run_todos")]),
-        "Cache deleted.",
+        "Cache deleted, table kept.",
     ])
     executors = Executors(dangerous=True)
     pe = ark.PlanAndExecute(planner=planner, executors={"doer": executors}, name="pe_approval")
     run = await pe.run("Clean up")
     assert run.status == "awaiting_human"
-    (item,) = run.controller.list_pending()
-    assert item.node == "planner" and item.detail["tool"] == "run_todos"
-    assert "work" in item.question                       # the card names the executor's waiting call
-    assert executors.peak == 0                            # the dangerous call did not run yet
-    await run.controller.approve(item.item_id)
+    first, second = run.controller.list_pending()
+    for n, item in enumerate((first, second), 1):   # each executor's own call, as sub-agents' approvals are
+        assert item.node == "planner" and item.detail["tool"] == "work" and item.kind == "tool"
+        assert item.item_id.startswith("planner/") and item.item_id.endswith(item.detail["approval_id"])
+        assert item.question.startswith(f"executor {n}")
+    assert executors.peak == 0                            # no dangerous call ran yet
+    await run.controller.approve(first.item_id)
+    assert [i.item_id for i in run.controller.list_pending()] == [second.item_id]
+    await run.controller.deny(second.item_id, "keep the table")
     await run.wait()
     assert run.status == "completed", run.error
-    assert run.state.answer == "Cache deleted." and executors.peak == 1
+    assert run.state.answer == "Cache deleted, table kept." and executors.peak == 1
+    (result,) = [m for m in planner.runtimes[0].state.history if m.role == "tool" and m.tool_call_id == "r1"]
+    assert "done: DELETE THE CACHE" in result.text and "keep the table" in result.text
 
 
 def test_a_planner_without_plan_mode_is_refused_clearly() -> None:
