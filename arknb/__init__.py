@@ -5,7 +5,7 @@ Everything a user needs is re-exported here; see DESIGN §0 for the tour.
 
 # domain
 from .domain import (
-    AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ErrorCode, ErrorInfo, ErrorLayer,
+    AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ContextChange, ErrorCode, ErrorInfo, ErrorLayer,
     FinishReason, ModelComplete, ModelConfig, ModelRequest, ModelResponse, ModelStart, ReasoningDelta,
     RetryNotice, Retryability, Role, StreamError, StreamingEvent, TextDelta, ToolCall, ToolCallDelta,
     ToolDefinition, ToolResult, ToolRisk, Usage, UsageUpdate,
@@ -54,6 +54,11 @@ from .skills import Skill, SkillLoadError, SkillLoadReport, load_skills
 # context, memory and sub-agents (extensions installed by compressor=, memory=, subagents=)
 from .memory import ContextCompressor, EpisodicMemory, SubAgent
 
+# graphs (DESIGN §16)
+from .graphs import (
+    END, START, Graph, GraphController, GraphRun, GraphStatus, NodeContext, PendingStep, PlanAndExecute, PlanState, append,
+)
+
 __version__ = "0.1.0"
 
 
@@ -66,7 +71,7 @@ def load_ipython_extension(ipython) -> None:
 
 def __getattr__(name: str):
     # The widgets pull in ipywidgets/anywidget; load them only when asked for.
-    if name in ("ChatWidget", "TimelineWidget"):
+    if name in ("ChatWidget", "GraphWidget", "TimelineWidget"):
         from . import widgets
         return getattr(widgets, name)
     if name == "agui":  # the AG-UI server (extra arknb[agui]), loaded on first use
@@ -76,12 +81,13 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "END", "START", "Graph", "GraphController", "GraphWidget", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "PlanAndExecute", "PlanState", "append",
     "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",
     "AgentRuntime", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "ApprovalHost", "ArkError",
     "BeforeRunAction", "BeforeRunHookContext", "BeforeRunHookResult", "CancellationToken", "ChatWidget",
-    "ContentKind", "ContentPart", "ErrorCode", "ErrorInfo", "ErrorLayer", "EventBus", "EventTypes",
+    "ContentKind", "ContentPart", "ContextChange", "ErrorCode", "ErrorInfo", "ErrorLayer", "EventBus", "EventTypes",
     "FileStateStorage", "FinishReason", "HookPipeline", "HookRegistry", "HookSlot", "LLMClient", "LoopDetector",
     "MemoryStateStorage", "OpenAICompatibleClient", "ProviderProfile", "RetryPolicy", "Timeouts", "profiles", "ModelCallAction", "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction",
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",

@@ -11,10 +11,10 @@ const common = { absWorkingDir: here, bundle: true, minify: true, outdir, logLev
 
 await esbuild.build({
   ...common,
-  entryPoints: { chat: "src/chat.js", timeline: "src/timeline.js", compare: "src/compare.js" },
+  entryPoints: { chat: "src/chat.js", timeline: "src/timeline.js", compare: "src/compare.js", graph: "src/graph.js" },
   format: "esm",
   target: "es2020",
   platform: "browser",
   charset: "utf8",
 });
-await esbuild.build({ ...common, entryPoints: { chat: "src/chat.css", timeline: "src/timeline.css", compare: "src/compare.css" } });
+await esbuild.build({ ...common, entryPoints: { chat: "src/chat.css", timeline: "src/timeline.css", compare: "src/compare.css", graph: "src/graph.css" } });

@@ -11,7 +11,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 node build.mjs "$tmp"
 status=0
-for f in chat.js chat.css timeline.js timeline.css compare.js compare.css; do
+for f in chat.js chat.css timeline.js timeline.css compare.js compare.css graph.js graph.css; do
   if ! cmp -s "$tmp/$f" "../arknb/static/$f"; then
     echo "stale bundle: arknb/static/$f differs from a fresh build of js/src/ (run: npm --prefix js run build)" >&2
     status=1

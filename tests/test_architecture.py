@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "providers": {"domain", "events"},
     "controller": {"domain", "events", "state"},
     "runtime": {"domain", "events", "hooks", "state", "tools", "providers", "controller"},
-    "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval"},
+    "widgets": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime", "eval", "graphs"},
     "eval": {"domain", "events", "hooks", "state", "tools", "providers", "controller", "runtime"},
     "durable": {"domain", "events", "state"},
     "scan_secrets": {"state"},
@@ -33,6 +33,9 @@ ALLOWED: dict[str, set[str]] = {
     # DESIGN §18: the AG-UI server and the IPython extension sit on top; nothing imports them.
     "agui": {"domain", "events", "state", "tools", "controller", "runtime"},
     "magics": {"domain", "events", "hooks", "state", "tools", "controller", "runtime", "widgets"},
+    # Graphs drive runtimes and durable stores through their public names, as a user would
+    # (DESIGN §16, STYLE 13-14); nothing of the core imports them (no entry above names it).
+    "graphs": {"domain", "events", "hooks", "state", "tools", "durable", "runtime", "planner", "controller"},
 }
 
 # The one runtime module that names the capability packages: it turns the constructor
@@ -88,7 +91,7 @@ def test_the_keyword_module_imports_capabilities_only_inside_functions() -> None
                 assert target not in names, f"{rel} imports {target} at module level; import it lazily"
 
 
-CAPABILITIES = sorted(p for p in PACKAGE.rglob("*.py") if _part(p) in ("planner", "skills", "memory"))
+CAPABILITIES = sorted(p for p in PACKAGE.rglob("*.py") if _part(p) in ("planner", "skills", "memory", "graphs"))
 
 
 @pytest.mark.parametrize("path", CAPABILITIES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -144,3 +147,24 @@ def test_importing_eval_does_not_import_opentelemetry() -> None:
             "print(','.join(m for m in sys.modules if m.startswith('opentelemetry')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"importing arknb.eval pulled in: {out.stdout.strip()}"
+
+
+GRAPHS = sorted((PACKAGE / "graphs").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", GRAPHS, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_graphs_use_only_public_modules_of_the_packages_they_drive(path: pathlib.Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and (node.level == 0 or node.level > 1):
+            parts = node.module.split(".")
+            below = parts[1:] if node.level == 0 else parts
+            assert not any(p.startswith("_") for p in below), (
+                f"{path.relative_to(PACKAGE)} imports {node.module}: graphs drive runtimes and stores through "
+                "their public names (DESIGN §16), never their underscore modules")
+
+
+def test_no_core_package_imports_graphs() -> None:
+    core = [p for p in PACKAGE.rglob("*.py") if _part(p) not in ("graphs", "widgets", "__init__")]
+    offenders = [str(p.relative_to(PACKAGE)) for p in core if "graphs" in _arknb_imports(p)]
+    assert offenders == [], f"{offenders} import arknb.graphs; the core never does (DESIGN §1)"

@@ -2,6 +2,7 @@
 
 from .cancellation import CancellationToken
 from .content import ContentKind, ContentPart
+from .context import ContextChange
 from .errors import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability, invalid_argument
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .messages import AgentMessage, Role
@@ -13,7 +14,7 @@ from .streaming import (
 from .tools import ToolCall, ToolDefinition, ToolResult, ToolRisk
 
 __all__ = [
-    "AgentMessage", "ArkError", "CancellationToken", "ContentKind", "ContentPart", "ErrorCode",
+    "AgentMessage", "ArkError", "CancellationToken", "ContentKind", "ContentPart", "ContextChange", "ErrorCode",
     "ErrorInfo", "ErrorLayer", "FinishReason", "FrozenDict", "FrozenList", "Retryability", "ModelComplete",
     "ModelConfig", "ModelRequest", "ModelResponse", "ModelStart", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
     "StreamingEvent", "StreamingEventAdapter", "TextDelta", "ToolCall", "ToolCallDelta",

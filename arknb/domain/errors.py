@@ -69,6 +69,11 @@ agui_unavailable                    config       arknb.agui needs the optional e
 agui_input_invalid                  decode       an AG-UI request that cannot be read or does not fit the thread
 interrupt_not_found                 runtime      an AG-UI resume names an interrupt the thread never had
 runtime_not_found                   config       a magic named a runtime the kernel does not have
+graph_invalid                       config       a graph's nodes and edges do not make a runnable graph (names the node)
+graph_route_invalid                 runtime      a route returned None or a name the graph does not have
+graph_node_failed                   runtime      a graph node raised or returned an update the state refuses
+graph_run_not_found                 storage      Graph.restore of a run that was never saved
+human_answer_invalid                config       answer_human got a value the human node's type refuses
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -175,6 +180,12 @@ class ErrorCode(StrEnum):
     AGUI_INPUT_INVALID = "agui_input_invalid"
     INTERRUPT_NOT_FOUND = "interrupt_not_found"
     RUNTIME_NOT_FOUND = "runtime_not_found"
+    # arknb.graphs (DESIGN §16)
+    GRAPH_INVALID = "graph_invalid"
+    GRAPH_ROUTE_INVALID = "graph_route_invalid"
+    GRAPH_NODE_FAILED = "graph_node_failed"
+    GRAPH_RUN_NOT_FOUND = "graph_run_not_found"
+    HUMAN_ANSWER_INVALID = "human_answer_invalid"
 
 
 class ErrorInfo(BaseModel):

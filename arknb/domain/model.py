@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .context import ContextChange
 from .frozen import DeepFrozenModel, FrozenJSON
 from .messages import AgentMessage
 from .tools import ToolDefinition
@@ -69,13 +70,20 @@ class ModelConfig(DeepFrozenModel):
 
 
 class ModelRequest(BaseModel):
-    """One call to the model: the messages, the tools it may call, the config."""
+    """One call to the model: the messages, the tools it may call, the config.
+
+    ``context_version`` and ``context_changes`` say how the messages differ from the
+    session's raw history (see :mod:`arknb.domain.context`); the runtime sets them on
+    the request it sends, after the hooks.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     messages: tuple[AgentMessage, ...]
     tools: tuple[ToolDefinition, ...] = ()
     config: ModelConfig = Field(default_factory=ModelConfig)
+    context_version: int = 0
+    context_changes: tuple[ContextChange, ...] = ()
 
 
 class ModelResponse(BaseModel):

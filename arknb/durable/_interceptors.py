@@ -159,6 +159,10 @@ class ModelInterceptor:
             # Kept only when a hook rewrote it (else the runtime builds it from history).
             return Interception(records=records, payload={**payload, "request": model_request.model_dump(mode="json")},
                                 source=progress.source or operation.input_source)
+        changed = [c for c in model_request.context_changes if c.source != "system_prompt"]
+        if changed:  # what made the request differ from the history (DESIGN §16), e.g. a skill's instructions
+            return Interception(records=records, payload={**payload, "context": {
+                "version": model_request.context_version, "changes": [c.model_dump(mode="json") for c in changed]}})
         return Interception(records=records)
 
     def response_is_trivial(self, operation: Operation) -> bool:

@@ -50,6 +50,9 @@ class EventTypes:
     MEMORY_RECORDED = "memory.recorded"    # episode_id, summary, run_id (a completed run was remembered)
     OPERATION_IN_DOUBT = "operation.in_doubt"  # operation_id, call, started_at, attempts
     BUS_DROPPED = "bus.dropped"            # listener, dropped (a slow or failing listener's events)
+    GRAPH_STEP_STARTED = "graph.step_started"    # graph, node, step, kind, step_id, state_version
+    GRAPH_STEP_FINISHED = "graph.step_finished"  # graph, node, step, step_id, status, update, error
+    GRAPH_WAITING = "graph.waiting"              # graph, node, step, item_id, kind ("human" | "in_doubt" | "approval"), question
 
     ALL: tuple[str, ...] = (
         AGENT_STARTED, AGENT_RESUMED, AGENT_SUCCESS, AGENT_ERROR, AGENT_CANCELLED,
@@ -58,4 +61,5 @@ class EventTypes:
         LOOP_DETECTED, HOOK_DECISION, HOOK_DIAGNOSTIC, STATE_PERSISTED, TURN_COMPLETED,
         STATE_LOADED, RUNTIME_DETACHED, SECRET_REDACTED, PLAN_UPDATED, PLAN_REVIEW_REQUIRED,
         PLAN_REVIEW_RESOLVED, SKILL_ACTIVATED, CONTEXT_COMPRESSED, MEMORY_RECORDED, OPERATION_IN_DOUBT, BUS_DROPPED,
+        GRAPH_STEP_STARTED, GRAPH_STEP_FINISHED, GRAPH_WAITING,
     )

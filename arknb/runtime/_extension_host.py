@@ -38,7 +38,7 @@ class ExtensionHost:
     """Installed extensions, their hooks (a registry of their own) and the approval kinds."""
 
     __slots__ = ("extensions", "hooks", "_kinds", "_default_kind", "_tools_cache", "_system_cache",
-                 "_restore_pending")
+                 "_restore_pending", "last_sections")
 
     def __init__(self, extensions: Iterable[Any], *, kinds: Iterable[ApprovalKind] = ()) -> None:
         checked: list[Extension] = []
@@ -67,6 +67,7 @@ class ExtensionHost:
         self._default_kind = self._kinds.get("tool") or ToolKind()
         self._tools_cache: tuple[Any, tuple[Tool, ...], ToolRegistry] | None = None
         self._system_cache: tuple[tuple[AgentMessage, ...], tuple[str, ...], tuple[AgentMessage, ...]] | None = None
+        self.last_sections: tuple[tuple[str, str], ...] = ()  # (extension, section) of the last system message
         self._restore_pending: AgentState | None = None
 
     def __bool__(self) -> bool:
@@ -144,6 +145,7 @@ class ExtensionHost:
     def system_messages(self, base: tuple[AgentMessage, ...], state: AgentState) -> tuple[AgentMessage, ...]:
         """The system message of the next call: the system prompt, then each extension's section."""
         sections: list[str] = []
+        named: list[tuple[str, str]] = []
         for ext in self.extensions:
             text = _guarded(ext, "instructions", ext.instructions, state)
             if text is None:
@@ -153,6 +155,8 @@ class ExtensionHost:
                                        f"got {type(text).__name__}")
             if text.strip():
                 sections.append(text.strip())
+                named.append((ext.name, text.strip()))
+        self.last_sections = tuple(named)  # who wrote what (what the model saw, DESIGN §16)
         if not sections:
             return base
         key = tuple(sections)

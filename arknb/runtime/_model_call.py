@@ -15,7 +15,7 @@ from ..domain import (
     AgentMessage, ArkError, ContentPart, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, Role,
 )
 from ..events import EventTypes
-from ..events.envelope import flat_items, flat_payload
+from ..events.envelope import flat_items, flat_payload, freeze_payload
 from ..hooks import (
     HookSlot, ModelCallAction, ModelCallHookContext, ModelChunkAction,
     ModelResponseAction, ModelResponseHookContext,
@@ -24,6 +24,7 @@ from ..hooks.contexts import new_chunk_context
 from ..hooks.pipeline import jsonable
 from ..domain.invocation import HookAbort, ModelOutcome
 from ._context import OfRun
+from ._context_view import context_of
 
 if TYPE_CHECKING:
     from ..hooks import HookProgress
@@ -106,12 +107,22 @@ class ModelCall(OfRun):
                 if decision.request is not request:
                     self.hook = decision.hook
                 request = decision.request
+        view = None
+        if responded is None:  # what the model will see, against the raw history (DESIGN §16)
+            version, changes, view = context_of(request.messages, rt.state.history, rt._system, self.hook,
+                                                getattr(rt._extensions, "last_sections", ()))
+            named = request.context_changes  # changes a hook declared itself (an executor's private scope)
+            if named:
+                view = [{**c.model_dump(mode="json"), "before": [], "after": []} for c in named] + view
+            request = request.model_copy(update={"context_version": version, "context_changes": named + changes})
         self.request = request
         attempt = self.attempt
         rt._emit(EventTypes.LLM_BEFORE, lambda: flat_payload(
             turn=ctx.turn, attempt=attempt, model=request.config.model or None,
             message_count=len(request.messages), tools=flat_items(t.name for t in request.tools),
-            responded_by_hook=responded is not None))
+            responded_by_hook=responded is not None,
+            **({"context": freeze_payload({"version": request.context_version, "changes": view})}
+               if view else {})))
         return request, responded
 
     async def execute(self, request: ModelRequest | None = None) -> tuple[ModelResponse, str, str]:

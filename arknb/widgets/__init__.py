@@ -5,6 +5,7 @@ and below) never imports it.
 """
 
 from .chat import ChatWidget
+from .graph import GraphWidget
 from .timeline import TimelineWidget
 
-__all__ = ["ChatWidget", "TimelineWidget"]
+__all__ = ["ChatWidget", "GraphWidget", "TimelineWidget"]

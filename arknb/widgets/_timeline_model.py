@@ -123,7 +123,7 @@ class _Builder:
 def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Nested spans: runs, turns, model calls and tool calls, in order of start.
 
-    Each span has ``id``, ``kind`` (run, turn, model, tool, and ``compression``: a mark
+    Each span has ``id``, ``kind`` (run, turn, model, tool, step (a graph step), and ``compression``: a mark
     with no duration per ``context.compressed``), ``label``, ``run_id``,
     ``parent`` (the id of the enclosing span or None) and ``depth``, ``start``/``end``
     (seconds from the first event; ``end`` is None while open), ``duration_ms``,
@@ -176,6 +176,16 @@ def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                               call_id=call["id"])
                 b.tools[(rid, call["id"])] = span
             b.close(span, e, pos, "denied" if etype == "tool.denied" else status(e))
+        elif etype == "graph.step_started":
+            # A graph step (DESIGN §16): the spans of its agent's runtime nest under it, as a
+            # sub-agent's under its tool call (their envelope names the step as parent call).
+            sid = str(p.get("step_id") or "")
+            run = b.runs.get(rid) or b.start_run(e, pos, f"graph {p.get('graph', '?')} {rid}")
+            b.tools[(rid, sid)] = b.open("step", f"step {p.get('step', '?')} {p.get('node', '?')}", e, pos,
+                                         run, call_id=sid, node=p.get("node"))
+        elif etype == "graph.step_finished":
+            span = b.tools.get((rid, str(p.get("step_id") or "")))
+            b.close(span, e, pos, "ok" if p.get("status") == "completed" else "error")
         elif etype == "context.compressed":
             # A mark (no duration) where a compression replaced older messages in the request.
             parent = b.turns.get(rid) or b.run_of(e, pos)

@@ -217,6 +217,11 @@ def summary(event: Mapping[str, Any]) -> str:
                      f"after {attempts} attempts" if isinstance(attempts, int) else "")
     if etype == "bus.dropped":
         return f"{_q(p.get('dropped'))} events dropped for {p.get('listener') or '?'}"
+    if etype in ("graph.step_started", "graph.step_finished"):
+        done = f" {p.get('status')}" if etype == "graph.step_finished" else ""
+        return f"step {_q(p.get('step'))} {p.get('node') or '?'}{done}"
+    if etype == "graph.waiting":
+        return _join(f"{p.get('node') or '?'} waits ({p.get('kind') or '?'})", clip(str(p.get("question") or ""), 80))
     keys = ", ".join(sorted(str(k) for k in p)[:6])
     return f"{{{keys}}}" if keys else ""
 
@@ -257,7 +262,9 @@ def status(event: Mapping[str, Any]) -> str:
         return "error" if p.get("fail_closed") else "warn"
     if etype == "state.persisted":
         return "error" if p.get("ok") is False else "warn" if p.get("skipped") else ""
+    if etype == "graph.step_finished" and p.get("status") == "failed":
+        return "error"
     if etype in ("llm.retry", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
-                 "runtime.detached"):
+                 "runtime.detached", "graph.waiting"):
         return "warn"
     return ""

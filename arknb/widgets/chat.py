@@ -14,6 +14,7 @@ from ..events import EventTypes
 from ._base import RuntimeWidget, bundle, check_events, check_runtime, spawn
 from ._chat_approvals import ApprovalCards
 from ._chat_html import chat_html
+from ._chat_human import GRAPH_ACTIONS, GraphCards
 from ._chat_plan import PlanPanel
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._payload import error_text
@@ -38,7 +39,7 @@ _DETACHED_WHY = {
 }
 # Traits only the kernel writes; the front end acts through messages (see set_state).
 _KERNEL_TRAITS = frozenset({"_snapshot", "approvals", "status", "read_only", "error", "detached", "input_block",
-                            "suspending", "static_id", "plan"})
+                            "suspending", "static_id", "plan", "humans"})
 
 
 class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
@@ -98,6 +99,8 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     """True from a Suspend click until the run reaches its checkpoint."""
     static_id = traitlets.Unicode("").tag(sync=True)
     """Ties the views to the static companion output (and keys the transcript they share)."""
+    humans = traitlets.List().tag(sync=True)
+    """What a followed graph run waits for (:meth:`follow_graph`; ``js/src/chat_human.js``)."""
     plan = traitlets.Dict().tag(sync=True)
     """The planner's todo list (``{}`` before any plan): ``version``, ``items`` (``content``,
     ``status``), ``approved``, ``mode``; replaced each time ``write_todos`` changes it."""
@@ -118,6 +121,7 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
         self._coalescer = Coalescer(self._flush, interval=interval, clock=clock, call_later=call_later)
         self._twin = StaticTwin(self, self._static_html, clock=clock, call_later=call_later)
         self._plan_dirty = True
+        self._graph_cards: GraphCards | None = None
         if runtime is None:
             self._transcript = Transcript()
             self._plan = PlanPanel()
@@ -300,12 +304,22 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             return "a tool call waits for your approval: approve or deny it first"
         return ""
 
+    def follow_graph(self, run: Any) -> None:
+        """Show what graph run ``run`` waits for as cards in this chat (a human node's
+        question with its form, an in-doubt step's choices) and answer them from here."""
+        if self._graph_cards is not None:
+            self._graph_cards.close()
+        self._graph_cards = GraphCards(self, run)
+
     # -- browser -> kernel ------------------------------------------------------------
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any = None) -> None:
         if not isinstance(content, dict):
             return
         kind, request_id = content.get("type"), content.get("request_id")
+        if kind in GRAPH_ACTIONS and self._graph_cards is not None:
+            self._graph_cards.handle(content)
+            return
         if kind == Action.HELLO:
             self._want_snapshot = self._controls_dirty = self._cards.dirty = True
             self._coalescer.structural()

@@ -2,6 +2,7 @@
 // `status`, `read_only`, `error`, `detached`, `input_block`, `suspending` and `plan` traits, plus
 // numbered `delta` messages folded in once per animation frame (chat_store.js).
 // Actions go back as typed messages (see _protocol.py).
+import { mountHumanCards } from "./chat_human.js";
 import { Action } from "./lib/protocol.js";
 import { h, prettyJson, setChildren } from "./lib/dom.js";
 import { renderMarkdown } from "./lib/markdown.js";
@@ -458,6 +459,7 @@ function createView(model, el, store) {
     for (const [name, handler] of listeners) model.off(name, handler);
     observer?.disconnect();
     for (const n of nodes.values()) if (n.retry) clearTimeout(n.retry);
+    unmountHumans();
   }
 
   const listeners = [
@@ -467,6 +469,8 @@ function createView(model, el, store) {
   for (const [name, handler] of listeners) model.on(name, handler);
 
   el.replaceChildren(root);
+  // A graph run's questions for a person (ChatWidget.follow_graph; js/src/chat_human.js).
+  const unmountHumans = mountHumanCards(model, root, "humans", composer);
   // Fold in what the model holds (the other views take the change), then draw everything
   // the store has. A flush only reports what changed, and a pending snapshot may already
   // be in the store (a delta brought it a frame earlier): this new view would get nothing.

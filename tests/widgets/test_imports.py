@@ -19,10 +19,10 @@ def test_core_never_imports_the_widget_stack(module):
 def test_widgets_package_exports_both_widgets():
     import arknb.widgets as w
 
-    assert w.__all__ == ["ChatWidget", "TimelineWidget"]
+    assert w.__all__ == ["ChatWidget", "GraphWidget", "TimelineWidget"]
     from arknb.widgets._base import STATIC
 
-    for name in ("chat.js", "chat.css", "timeline.js", "timeline.css"):
+    for name in ("chat.js", "chat.css", "timeline.js", "timeline.css", "graph.js", "graph.css"):
         assert (STATIC / name).stat().st_size > 1000, name
     assert "export" in str(w.ChatWidget._esm) and "arknb-timeline" in str(w.TimelineWidget._esm)
 

@@ -173,6 +173,12 @@ def one_of_each() -> list[dict[str, Any]]:
         EventTypes.MEMORY_RECORDED: {"episode_id": "episode_1", "summary": "User: hi\nAssistant: hello", "run_id": "r1"},
         EventTypes.OPERATION_IN_DOUBT: {"operation_id": "op1", "call": c, "started_at": 5.0, "attempts": 2},
         EventTypes.BUS_DROPPED: {"listener": "slow_logger", "dropped": 12},
+        EventTypes.GRAPH_STEP_STARTED: {"graph": "triage", "node": "research", "step": 1, "kind": "function",
+                                        "step_id": "op_g1", "state_version": 0, "attempt": 1},
+        EventTypes.GRAPH_STEP_FINISHED: {"graph": "triage", "node": "research", "step": 1, "step_id": "op_g1",
+                                         "status": "completed", "update": {"notes": ["n"]}, "error": None},
+        EventTypes.GRAPH_WAITING: {"graph": "triage", "node": "review", "step": 3, "item_id": "t1:3:review",
+                                   "kind": "human", "question": "Publish?"},
     }
     assert set(payloads) == set(EventTypes.ALL), set(EventTypes.ALL) ^ set(payloads)
     for etype in EventTypes.ALL:

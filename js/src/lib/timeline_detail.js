@@ -3,6 +3,7 @@
 import { h, setChildren } from "./dom.js";
 import { jsonView } from "./json_view.js";
 import { hookDecisionView } from "./hook_view.js";
+import { contextView } from "./context_view.js";
 import { status, summary } from "./timeline_summary.js";
 
 const STATUS_WORD = { ok: "success", error: "error", denied: "denied", deferred: "deferred", cancelled: "cancelled",
@@ -24,5 +25,6 @@ export function renderDetail(el, store, pos, { t0, onSelect, hiddenByFilter, cle
     hiddenByFilter ? h("div", { class: "arknb-muted" }, "This row is hidden by the filters. ",
       h("button", { type: "button", class: "arknb-link", onclick: clearFilters }, "clear filters")) : null,
     e.type === "hook.decision" ? hookDecisionView(store, pos, onSelect) : null,
+    e.type === "llm.before" ? contextView(e.payload && e.payload.context) : null,
     jsonView(e, { openDepth: 2 }));
 }

@@ -192,6 +192,14 @@ export class TimelineIndex {
         this.tools.set(key, span);
       }
       this.close(span, e, pos, t, type === "tool.denied" ? "denied" : status(e));
+    } else if (type === "graph.step_started") {
+      // A graph step (DESIGN §16): its agent's spans nest under it (their parent call is the step).
+      const sid = String(p.step_id || "");
+      const run = this.runs.get(rid) || this.startRun(e, pos, t, `graph ${p.graph ?? "?"} ${rid}`);
+      this.tools.set(`${rid}|${sid}`, this.open("step", `step ${p.step ?? "?"} ${p.node ?? "?"}`, e, pos, t,
+        run, { call_id: sid, node: p.node }));
+    } else if (type === "graph.step_finished") {
+      this.close(this.tools.get(`${rid}|${String(p.step_id || "")}`), e, pos, t, p.status === "completed" ? "ok" : "error");
     } else if (type === "context.compressed") {
       // A mark (no duration) where a compression replaced older messages in the request.
       const parent = this.turns.get(rid) || this.runOf(e, pos, t);

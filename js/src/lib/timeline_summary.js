@@ -180,6 +180,9 @@ export function summary(e) {
       return join(p.call ? `${callLine(p)} in doubt` : `${p.operation_id || "?"} in doubt`,
         isInt(p.attempts) ? `after ${p.attempts} attempts` : "");
     case "bus.dropped": return `${p.dropped ?? "?"} events dropped for ${p.listener || "?"}`;
+    case "graph.step_started": return `step ${p.step ?? "?"} ${p.node || "?"}`;
+    case "graph.step_finished": return `step ${p.step ?? "?"} ${p.node || "?"} ${p.status || ""}`.trim();
+    case "graph.waiting": return join(`${p.node || "?"} waits (${p.kind || "?"})`, clip(String(p.question || ""), 80));
     default: {
       const keys = Object.keys(p).map(String).sort().slice(0, 6).join(", ");
       return keys ? `{${keys}}` : "";
@@ -190,7 +193,7 @@ export function summary(e) {
 const HOOK_STATUS = { deny: "denied", defer: "deferred", abort: "error", drop: "warn", hold: "warn", retry: "warn",
   stop: "warn", skip: "warn" };
 const WARN = new Set(["llm.retry", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
-  "runtime.detached"]);
+  "runtime.detached", "graph.waiting"]);
 
 /** The row's status: one of STATUSES. */
 export function status(e) {
@@ -208,6 +211,7 @@ export function status(e) {
     case "hook.decision": return p.ignored ? "" : HOOK_STATUS[str(p.action)] || "changed";
     case "hook.diagnostic": return p.fail_closed ? "error" : "warn";
     case "state.persisted": return p.ok === false ? "error" : p.skipped ? "warn" : "";
+    case "graph.step_finished": return p.status === "failed" ? "error" : "";
     default: return WARN.has(t) ? "warn" : "";
   }
 }

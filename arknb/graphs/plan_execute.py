@@ -1,0 +1,272 @@
+"""``ark.PlanAndExecute``: a planner that writes todos and executors that carry them out
+(seed 004's PlannerNode / ExecutorNode, DESIGN §16).
+
+It is a graph with one agent node, ``planner``. The planner's runtime (built by your
+factory, with ``plan_mode=ark.PlanMode.AUTO``, or ``REVIEW`` for ``review=True``) plans
+with ``write_todos`` and gets one more tool, registered on it the way a user would
+(``runtime.tools.register``): ``run_todos(executor=None, context="")``. It hands every
+todo still pending to an executor, each in a private session of its own
+(``{planner session}.{executor}.{call}.{n}``): the executor sees its task and the
+``context`` the planner chose to pass, never the planner's history. Up to
+``max_parallel`` executors run at once; their answers come back to the planner as the
+tool's result, in the plan's order, and the planner re-plans (another ``write_todos``,
+another ``run_todos``) until it answers in text: that answer is the graph's ``answer``.
+
+``review=True``: the first plan is put in front of a person (the plan review of DESIGN
+§14); the graph run waits (``awaiting_human``) with a ``plan`` item,
+``run.controller.approve(item_id)`` / ``deny(item_id, reason)``.
+
+An executor that stops for an approval pauses the planner's ``run_todos`` call for a
+person in turn (the item names the executor's pending calls); approving it there
+approves them in the executor, which goes on, and the planner's call is answered when
+the executors are done, as sub-agents' approvals reach their parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from arknb.domain import ArkError, ContextChange, ErrorCode, ErrorLayer, invalid_argument
+from arknb.hooks import ModelCallHookResult
+from arknb.tools import ToolContext, tool
+
+from ._engine import END, START
+from .graph import Graph
+from .run import GraphRun
+
+__all__ = ["PlanAndExecute", "PlanState", "RUN_TODOS"]
+
+RUN_TODOS = "run_todos"
+_OPEN = ("pending", "in_progress")
+
+
+class PlanState(BaseModel):
+    """The state of a PlanAndExecute graph: the task, and the planner's final answer."""
+
+    task: str
+    answer: str = ""
+
+
+async def _build(factory: Callable[[str], Any], session_id: str) -> Any:
+    runtime = factory(session_id)
+    if inspect.isawaitable(runtime):
+        runtime = await runtime
+    return runtime
+
+
+class PlanAndExecute:
+    """A planner and its executors, as a graph.
+
+    Args:
+        planner: ``planner(session_id) -> AgentRuntime`` (sync or async); build it with
+            ``plan_mode=ark.PlanMode.AUTO`` (``REVIEW`` with ``review=True``) so it has
+            ``write_todos``.
+        executors: ``{name: runtime_factory}``; the planner picks one per ``run_todos``
+            call (the first by default).
+        max_parallel: how many executors run at once.
+        review: put the first plan in front of a person.
+        name: the graph's name.
+
+    Example:
+        >>> pe = ark.PlanAndExecute(planner=make_planner, executors={"researcher": make_researcher})  # doctest: +SKIP
+        >>> run = await pe.run("Compare the tides of two ports", storage=store)                    # doctest: +SKIP
+        >>> run.state.answer                                                                        # doctest: +SKIP
+    """
+
+    def __init__(self, *, planner: Callable[[str], Any], executors: dict[str, Callable[[str], Any]],
+                 max_parallel: int = 2, review: bool = False, name: str = "plan_and_execute") -> None:
+        if not callable(planner):
+            raise invalid_argument("PlanAndExecute: planner must be a runtime_factory(session_id)")
+        if not isinstance(executors, dict) or not executors or not all(callable(f) for f in executors.values()):
+            raise invalid_argument("PlanAndExecute: executors must be a non-empty {name: runtime_factory} dict")
+        if isinstance(max_parallel, bool) or not isinstance(max_parallel, int) or max_parallel < 1:
+            raise invalid_argument(f"PlanAndExecute: max_parallel must be a positive int, got {max_parallel!r}")
+        self.planner_factory = planner
+        self.executors = dict(executors)
+        self.max_parallel = max_parallel
+        self.review = bool(review)
+        self.graph = Graph(name, state=PlanState)
+        self.graph.agent("planner", self._planner, prompt=lambda s: s.task, output="answer")
+        self.graph.edge(START, "planner")
+        self.graph.edge("planner", END)
+        self.graph.expanders["planner"] = _ExecutorItems(self)
+        self.running: dict[str, Any] = {}      # executor session -> its runtime (alive in this process)
+
+    async def run(self, task: str, **options: Any) -> GraphRun:
+        """Plan and execute ``task``; options as for :meth:`Graph.run` (storage, run_id, fresh)."""
+        return await self.graph.run(PlanState(task=task), **options)
+
+    async def start(self, task: str, **options: Any) -> GraphRun:
+        """Like :meth:`run`, returning at once (the run goes on in the background)."""
+        return await self.graph.start(PlanState(task=task), **options)
+
+    async def restore(self, run_id: str, **options: Any) -> GraphRun:
+        """Continue a saved run (see :meth:`Graph.restore`)."""
+        return await self.graph.restore(run_id, **options)
+
+    def _repr_html_(self) -> str:
+        return self.graph._repr_html_()
+
+    # -- the planner ----------------------------------------------------------------------
+
+    async def _planner(self, session_id: str) -> Any:
+        runtime = await _build(self.planner_factory, session_id)
+        plan = next((ext for ext in runtime.extensions if getattr(ext, "name", "") == "plan"), None)
+        mode = str(getattr(plan, "mode", "off"))
+        wanted = "review" if self.review else "auto"
+        if plan is None or mode != wanted:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.GRAPH_INVALID,
+                           f"PlanAndExecute: the planner's runtime must be built with plan_mode=ark.PlanMode."
+                           f"{wanted.upper()} (review={self.review}); it has plan mode {mode!r}")
+        runtime.tools.register(self._run_todos_tool(runtime), replace=True)
+        return runtime
+
+    def _run_todos_tool(self, planner: Any) -> Any:
+        names = list(self.executors)
+
+        async def run_todos(ctx: ToolContext, executor: str | None = None, context: str = "") -> str:
+            """Hand every todo still pending in your plan to an executor (each works alone, in a
+            private session: it sees its todo and `context`, nothing else of this conversation)
+            and return their answers, in the plan's order. Mark todos completed with write_todos
+            afterwards, add new ones if needed, or answer the task."""
+            return await self._execute(planner, ctx, executor or names[0], context)
+
+        text = " ".join(run_todos.__doc__.split())
+        # idempotent: after a crash it runs again and picks each executor up in its own session
+        description = f"{text} Executors: {', '.join(names)} (default {names[0]})."
+        return tool(name=RUN_TODOS, idempotent=True, description=description)(run_todos)
+
+    async def _execute(self, planner: Any, ctx: ToolContext, executor: str, context: str) -> Any:
+        factory = self.executors.get(executor)
+        if factory is None:
+            return f"error: there is no executor {executor!r}; choose one of: {', '.join(self.executors)}"
+        plan = planner.state.plan
+        todos = [item for item in (plan.items if plan is not None else ()) if str(item.status) in _OPEN]
+        if not todos:
+            return "No todo is pending: write todos with write_todos first, or answer the task."
+        gate = asyncio.Semaphore(self.max_parallel)
+
+        async def one(index: int, content: str) -> tuple[str, Any]:
+            session = f"{ctx.session_id}.{executor}.{ctx.call_id}.{index}"
+            async with gate:
+                runtime = self.running.get(session)
+                if runtime is None:
+                    runtime = self.running[session] = await _build(factory, session)
+                    _mark_scope(runtime, executor)
+                await runtime.load()
+                task = content if not context.strip() else f"{content}\n\nFrom the planner:\n{context.strip()}"
+                return session, await _drive(runtime, task)
+
+        outcomes = await asyncio.gather(*(one(i, item.content) for i, item in enumerate(todos, 1)))
+        waiting = [(session, r) for session, r in outcomes if r is None]
+        if waiting:
+            calls = []
+            for session, _ in waiting:
+                for item in self.running[session].controller.list_pending_approvals():
+                    calls.append({"executor": session, "tool": item.tool_call.name, "arguments": item.tool_call.arguments})
+            return ctx.defer(f"{len(waiting)} executor(s) wait for approval of "
+                             f"{', '.join(c['tool'] for c in calls) or 'their calls'}; approve to let them go on",
+                             detail={"executors": calls, "sessions": [session for session, _ in waiting]})
+        lines = []
+        for (session, result), item in zip(outcomes, todos):
+            self.running.pop(session, None)
+            lines.append(f"{item.content}\n→ {result}")
+        return "\n\n".join(lines)
+
+
+class _ExecutorItems:
+    """Lists a waiting run_todos call's executors' own pending calls at the graph run's
+    controller, one item each (``planner/{planner item}/{n}/{executor item}``), and
+    decides them in their executor; once none is left, the planner's call is approved and
+    run again, which waits for the executors and answers (as sub-agents' approvals reach
+    their parent)."""
+
+    def __init__(self, team: PlanAndExecute) -> None:
+        self.team = team
+
+    def _executors(self, item: Any) -> list[tuple[int, Any]]:
+        sessions = (item.detail or {}).get("sessions") if item.tool_call.name == RUN_TODOS else None
+        out = []
+        for session in sessions or ():
+            runtime = self.team.running.get(session)
+            if runtime is not None:
+                out.append((int(session.rsplit(".", 1)[1]), runtime))
+        return out
+
+    def expand(self, node: str, step: int, item: Any) -> list[Any] | None:
+        from .run import PendingStep
+        found = []
+        for n, runtime in self._executors(item):
+            for inner in runtime.controller.list_pending_approvals():
+                call = inner.tool_call
+                found.append(PendingStep(f"{node}/{item.approval_id}/{n}/{inner.approval_id}", inner.kind, node, step,
+                                         f"executor {n}: {inner.reason or call.name}",
+                                         detail={"tool": call.name, "arguments": call.arguments,
+                                                 "executor": runtime.session_id, "approval_id": inner.approval_id}))
+        return found or None
+
+    async def decide(self, planner_controller: Any, item_id: str, choice: str, value: Any) -> bool:
+        parts = item_id.split("/")
+        if len(parts) != 3:
+            return False
+        outer, n, inner = parts
+        item = next((i for i in planner_controller.list_pending_approvals() if i.approval_id == outer), None)
+        runtime = dict(self._executors(item)).get(int(n)) if item is not None and n.isdigit() else None
+        if runtime is None:
+            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
+                           f"no executor's call {item_id!r} waits here")
+        controller = runtime.controller
+        calls = {"approve": lambda: controller.approve(inner), "deny": lambda: controller.deny(inner, value),
+                 "rerun": lambda: controller.rerun(inner),
+                 "done": lambda: controller.mark_done(inner, str(value or "")),
+                 "failed": lambda: controller.mark_failed(inner, str(value or "marked failed"))}
+        if choice not in calls:
+            raise invalid_argument(f"unknown decision {choice!r}")
+        result = await calls[choice]()
+        if not result.ok:
+            raise result.error
+        if not any(r.controller.list_pending_approvals() for _, r in self._executors(item)):
+            await planner_controller.approve(outer)  # its executors can go on: run_todos runs again and waits
+        return True
+
+
+def _mark_scope(runtime: Any, executor: str) -> None:
+    """Say, on each of the executor's model requests, that it sees a private scope: its
+    task and what the planner passed, not the planner's history (DESIGN §16)."""
+
+    @runtime.hooks.before_model_call(name="executor_scope")
+    def executor_scope(ctx: Any) -> Any:
+        if any(c.source == "executor_scope" for c in ctx.request.context_changes):
+            return None
+        n = len(ctx.request.messages)
+        change = ContextChange(source="executor_scope", kind="scope", range=(0, len(ctx.state.history)), sent=(0, n))
+        return ModelCallHookResult.proceed(ctx.request.model_copy(
+            update={"context_changes": ctx.request.context_changes + (change,)}))
+
+
+async def _drive(runtime: Any, task: str) -> str | None:
+    """Run (or pick up) an executor's task; None while it waits for a person. Run again
+    after the planner's call was approved, it approves the executor's pending calls."""
+    state = runtime.state
+    handle = runtime.current_run
+    if handle is None and state.pending_approval is not None:
+        await runtime.controller.approve_all()  # the person approved at the planner's card
+        handle = runtime.current_run
+    if handle is not None:
+        result = await handle.wait()
+    elif not state.history:
+        result = await runtime.run(task)
+    elif state.is_running and not state.not_resumable:
+        result = await runtime.resume()
+    else:
+        return next((m.text for m in reversed(state.history) if m.role == "assistant" and m.text), "")
+    if str(result.stop_reason) == "awaiting_approval":
+        return None
+    if str(result.stop_reason) != "completed":
+        why = result.error.message if result.error is not None else str(result.stop_reason)
+        return f"(the executor did not finish: {why})"
+    return result.text
