@@ -1,23 +1,33 @@
 """The runtime's redactor: no secret leaves the runtime (DESIGN §9 "Secrets").
 
-The secrets the runtime knows are ``AgentRuntime(secrets=...)`` and every API key the
-model reports (``observe_secrets``: as it resolves each key, before the request that
-uses it is sent). They are replaced by ``[redacted]`` at the runtime's exits, each time
-with a ``secret.redacted`` event (where, how many, what kind; never the value):
+One redactor, one rule, at every exit. What it finds (:class:`~arknb.state.SecretLint`):
 
-- events, before they are published (``AgentRuntime._publish``): every payload but
-  ``llm.chunk``, which :class:`ChunkGuard` handles. Widgets and exported traces are
-  built from events and state, so they are clean too;
-- history, as messages are appended (user input, model messages, tool answers, hook
-  injections): state in memory, the next model request and saved state are clean;
+- the secrets the runtime knows: ``AgentRuntime(secrets=...)`` (a sub-agent's include
+  its parent's), the values given to an MCP server's ``env=`` / ``headers=``, and every
+  API key the model reports (``observe_secrets``: as it resolves each key, before the
+  request that uses it is sent), in plain text, JSON-escaped (``\\u0064`` for any
+  character, ``\\/``, JSON in JSON: how a model may write a key into tool-call
+  arguments) and split across adjacent strings;
+- credential shapes from sources it does not know: ``sk-...`` keys and bearer tokens
+  that look generated, ``Authorization`` headers.
+
+Each finding is replaced by ``[redacted]`` with one ``secret.redacted`` event per place
+(where, how many, what kind; never the value). The exits, each passing through one
+method here:
+
+- events, before they are published (``AgentRuntime._publish`` -> :meth:`Redactor.payload`):
+  every payload but ``llm.chunk``, which :class:`ChunkGuard` handles. Everything built
+  from events is clean with them: the durable outbox, widgets, ``ev.trace`` files,
+  OpenTelemetry spans, eval reports;
+- what a durable store records of each call (``SessionScope.redact`` ->
+  :meth:`Redactor.value`): operation inputs, results, errors and hook records;
+- history, as messages are appended (:meth:`Redactor.messages`): state in memory, the
+  next model request and saved state are clean. A tool still gets its arguments as
+  the model wrote them (the loop hands it the model's own message);
 - the :class:`AgentRunResult` a run returns (final message, error);
-- saved state, by the save-time lint (:mod:`arknb.state.secrets`), the last line.
-
-Credential *shapes* from sources the runtime does not know (``sk-...`` keys, bearer
-tokens, ``Authorization`` headers) are redacted from history, run results and saved
-state, not from event payloads: matching three patterns in every payload would cost
-every run several per cent. ``python -m arknb.scan_secrets`` finds them in exported
-traces before they are shared.
+- saved state, by the save-time lint (:func:`lint_before_save`), the last line;
+- a model that writes files of its own (``ev.Recorder``'s cassettes) is handed the
+  runtime's lint (``redact_with``) and redacts with it.
 
 Streamed text (``llm.chunk``): a known secret may arrive split across chunks.
 :class:`ChunkGuard` holds back the end of a chunk while it could be the start of a known
@@ -77,29 +87,15 @@ class Redactor:
             self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
         return redacted
 
-    def secrets_known(self) -> int:
-        """How many secrets the lint knows (it only learns more): what ``known`` found clean
-        stays clean while this number stays."""
-        return len(self.lint.known_values)
-
-    def known(self, value: Any, where: str) -> Any:
-        """``value`` with the configured secrets redacted (not credential shapes, as for
-        event payloads), reported when there were any: for what a durable store records
-        of each call (free while the lint knows no secret)."""
-        redacted, hits = self.lint.redact(value, patterns=False)
-        if hits:
-            self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
-        return redacted
+    def generation(self) -> int:
+        """Changes when the lint learns a secret (never 0: credential shapes are always
+        looked for): what :meth:`value` found clean stays clean while it stays."""
+        return len(self.lint.known_values) + 1
 
     def payload(self, event_type: str, payload: Any) -> tuple[Any, Redaction | None]:
-        """An event payload with the configured secrets redacted, and what was (``None``
-        when it was clean); the caller publishes the event first, then the report.
-
-        Credential shapes are left to history and the save-time lint: matching them in
-        every payload would cost every run several per cent, and a lint that knows no
-        secret makes this free.
-        """
-        redacted, hits = self.lint.redact(payload, patterns=False)
+        """An event payload with every finding redacted, and what was (``None`` when it
+        was clean); the caller publishes the event first, then the report."""
+        redacted, hits = self.lint.redact(payload)
         if not hits:
             return payload, None
         return redacted, Redaction(f"event {event_type}", len(hits), tuple(sorted(set(hits))))

@@ -28,10 +28,13 @@ from ._encoding import APPEND_ONLY_FIELDS, header_json
 from ._secret_forms import loosely_unescaped, looks_random, redact_split, replace_spans, unescaped
 from .agent_state import AgentState
 
-__all__ = ["REDACTED", "Redaction", "SecretLint", "redact_value"]
+__all__ = ["ENV_SUFFIXES", "REDACTED", "Redaction", "SecretLint", "environment_secrets", "redact_value"]
 
 REDACTED = "[redacted]"
 """What a secret is replaced by, everywhere."""
+
+ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
+"""Environment variables whose values count as secrets (the keys on this machine)."""
 
 _MIN_SECRET_LENGTH = 8
 _MAX_DEPTH = 64
@@ -104,7 +107,7 @@ class SecretLint:
         ('the key is [redacted]', ['configured secret #1'])
     """
 
-    __slots__ = ("_known", "known_values", "_replace_order", "_forms", "_halves")
+    __slots__ = ("_known", "known_values", "_replace_order", "_forms", "_halves", "__weakref__")
 
     def __init__(self, known: Iterable[str] = ()) -> None:
         # Each secret is kept with the escaped forms it takes inside JSON text (a saved
@@ -146,7 +149,7 @@ class SecretLint:
         findings = [f"configured secret #{number}"
                     for number, forms in enumerate(self._known, start=1)
                     if any(form in text for form in forms)]
-        if self._known and "\\" in text:
+        if self._known and "\\" in text and self._maybe_escaped(text, patterns=False):
             _, escaped = self._escaped_spans(text, patterns=False)
             findings.extend(escaped)
         # The regex costs ~100 µs per few hundred characters; almost no text contains any of
@@ -167,7 +170,7 @@ class SecretLint:
             if form in text:
                 hits.extend([f"configured secret #{number}"] * text.count(form))
                 text = text.replace(form, REDACTED)
-        if "\\" in text and (self._known or patterns):
+        if "\\" in text and self._maybe_escaped(text, patterns=patterns):
             # A secret with escaped characters (a model may escape any of them in JSON):
             # found in the decoded text, replaced whole in this one.
             spans, found = self._escaped_spans(text, patterns=patterns)
@@ -181,6 +184,16 @@ class SecretLint:
                     break
                 hits.extend(found)
         return text, hits
+
+    def _maybe_escaped(self, text: str, *, patterns: bool) -> bool:
+        """False when no escape in ``text`` can hide a finding (a quick check, so only the
+        few texts that may hold one are decoded exactly)."""
+        loose = loosely_unescaped(text)
+        if loose == text:
+            return False
+        if any(value in loose for value in self.known_values):
+            return True
+        return patterns and _has_anchor(loose)
 
     def _escaped_spans(self, text: str, *, patterns: bool) -> tuple[list[tuple[int, int]], list[str]]:
         """Where in ``text`` a finding lies that only its decoded form shows (``[start,
@@ -341,6 +354,16 @@ class SecretLint:
 
     def __repr__(self) -> str:
         return f"SecretLint(known={len(self._known)})"
+
+
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """``(name, value)`` of the variables of ``env`` (default ``os.environ``) whose names
+    end in ``_API_KEY``, ``_TOKEN`` or ``_SECRET``, values of 8 characters or more."""
+    import os
+
+    env = os.environ if env is None else env
+    return [(name, value) for name, value in sorted(env.items())
+            if name.upper().endswith(ENV_SUFFIXES) and isinstance(value, str) and len(value) >= _MIN_SECRET_LENGTH]
 
 
 def redact_value(value: Any, redact_text: Callable[[str], tuple[str, list[str]]],
