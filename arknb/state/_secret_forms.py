@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-__all__ = ["loosely_unescaped", "looks_random", "redact_split", "replace_spans", "unescaped"]
+__all__ = ["joined_strings", "loosely_unescaped", "looks_random", "redact_split", "replace_spans", "unescaped"]
 
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\", '"': '"', "'": "'",
            "0": "\0", "a": "\a", "v": "\v"}
@@ -107,6 +107,35 @@ def loosely_unescaped(text: str) -> str:
         return _SIMPLE.get(code, code)
 
     return _LOOSE.sub(one, text)
+
+
+_BETWEEN_STRINGS = re.compile(r'"\s*,\s*"')
+
+
+def joined_strings(text: str) -> tuple[str, list[int], list[int]] | None:
+    """``text`` (JSON, or text holding JSON) with the separators between adjacent strings
+    (``", "``) left out, so a value cut across two array items reads whole; with each
+    character's ``[start, end)`` in ``text`` (a character after a separator starts at the
+    separator). None when there is no such separator."""
+    if '",' not in text:
+        return None
+    pieces: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    cursor = 0
+    for match in _BETWEEN_STRINGS.finditer(text):
+        pieces.append(text[cursor:match.start()])
+        starts.extend(range(cursor, match.start()))
+        ends.extend(range(cursor + 1, match.start() + 1))
+        if match.start() > cursor:
+            ends[-1] = match.end()  # the last character before a separator ends after it
+        cursor = match.end()
+    if cursor == 0:
+        return None
+    pieces.append(text[cursor:])
+    starts.extend(range(cursor, len(text)))
+    ends.extend(range(cursor + 1, len(text) + 1))
+    return "".join(pieces), starts, ends
 
 
 def redact_split(texts: list[str], values: Iterable[str], redacted: str) -> tuple[list[str], int]:

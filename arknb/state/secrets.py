@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 
 from ._encoding import APPEND_ONLY_FIELDS, header_json
-from ._secret_forms import loosely_unescaped, looks_random, redact_split, replace_spans, unescaped
+from ._secret_forms import joined_strings, loosely_unescaped, looks_random, redact_split, replace_spans, unescaped
 from .agent_state import AgentState
 
 __all__ = ["ENV_SUFFIXES", "REDACTED", "Redaction", "SecretLint", "environment_secrets", "redact_value"]
@@ -149,8 +149,8 @@ class SecretLint:
         findings = [f"configured secret #{number}"
                     for number, forms in enumerate(self._known, start=1)
                     if any(form in text for form in forms)]
-        if self._known and "\\" in text and self._maybe_escaped(text, patterns=False):
-            _, escaped = self._escaped_spans(text, patterns=False)
+        if self._known and self._maybe_hidden(text, patterns=False):
+            _, escaped = self._hidden_spans(text, patterns=False)
             findings.extend(escaped)
         # The regex costs ~100 µs per few hundred characters; almost no text contains any of
         # its anchor words, so look for those first (every save is linted).
@@ -170,10 +170,10 @@ class SecretLint:
             if form in text:
                 hits.extend([f"configured secret #{number}"] * text.count(form))
                 text = text.replace(form, REDACTED)
-        if "\\" in text and self._maybe_escaped(text, patterns=patterns):
+        if self._maybe_hidden(text, patterns=patterns):
             # A secret with escaped characters (a model may escape any of them in JSON):
             # found in the decoded text, replaced whole in this one.
-            spans, found = self._escaped_spans(text, patterns=patterns)
+            spans, found = self._hidden_spans(text, patterns=patterns)
             if spans:
                 text = replace_spans(text, spans, REDACTED)
                 hits.extend(found)
@@ -185,40 +185,55 @@ class SecretLint:
                 hits.extend(found)
         return text, hits
 
-    def _maybe_escaped(self, text: str, *, patterns: bool) -> bool:
-        """False when no escape in ``text`` can hide a finding (a quick check, so only the
-        few texts that may hold one are decoded exactly)."""
-        loose = loosely_unescaped(text)
-        if loose == text:
-            return False
-        if any(value in loose for value in self.known_values):
-            return True
-        return patterns and _has_anchor(loose)
+    def _maybe_hidden(self, text: str, *, patterns: bool) -> bool:
+        """False when no escape in ``text`` can hide a finding, and no configured secret
+        can run across adjacent JSON strings in it (a quick check: only the few texts
+        that may hold one are decoded exactly)."""
+        if "\\" in text:
+            loose = loosely_unescaped(text)
+            if loose != text:
+                if any(value in loose for value in self.known_values):
+                    return True
+                if patterns and _has_anchor(loose):
+                    return True
+        return '"' in text and any(half in text for half in self._halves)
 
-    def _escaped_spans(self, text: str, *, patterns: bool) -> tuple[list[tuple[int, int]], list[str]]:
-        """Where in ``text`` a finding lies that only its decoded form shows (``[start,
-        end)`` spans covering whole escapes), and what each is."""
-        decoded = unescaped(text)
-        if decoded is None:
-            return [], []
-        plain, starts, ends = decoded
+    def _hidden_spans(self, text: str, *, patterns: bool) -> tuple[list[tuple[int, int]], list[str]]:
+        """Where in ``text`` a finding lies that the plain pass cannot see: written with
+        escapes (found in the decoded text), or a configured secret cut across adjacent
+        JSON strings (``["first half", "second half"]``). Returns ``[start, end)`` spans
+        covering whole escapes and separators, and what each is."""
+        decoded = unescaped(text) if "\\" in text else None
+        plain, starts, ends = decoded if decoded is not None else (text, None, None)
+
+        def original(start: int, end: int) -> tuple[int, int]:
+            return (starts[start], ends[end - 1]) if starts is not None else (start, end)
+
         spans: list[tuple[int, int]] = []
         hits: list[str] = []
-        for number, value in enumerate(self.known_values, start=1):
-            start = plain.find(value)
-            while start != -1:
-                end = start + len(value)
-                span = (starts[start], ends[end - 1])
-                if "\\" in text[span[0]:span[1]]:  # else the plain pass saw it
-                    spans.append(span)
-                    hits.append(f"configured secret #{number}")
-                start = plain.find(value, end)
-        if patterns and _has_anchor(plain):
-            for kind, start, end in _matches(plain):
-                span = (starts[start], ends[end - 1])
-                if "\\" in text[span[0]:span[1]]:
-                    spans.append(span)
-                    hits.append(_DESCRIPTIONS[kind.removesuffix("_v")])
+        if decoded is not None:
+            for number, value in enumerate(self.known_values, start=1):
+                for start in _find_all(plain, value):
+                    span = original(start, start + len(value))
+                    if "\\" in text[span[0]:span[1]]:  # else the plain pass saw it
+                        spans.append(span)
+                        hits.append(f"configured secret #{number}")
+            if patterns and _has_anchor(plain):
+                for kind, start, end in _matches(plain):
+                    span = original(start, end)
+                    if "\\" in text[span[0]:span[1]]:
+                        spans.append(span)
+                        hits.append(_DESCRIPTIONS[kind.removesuffix("_v")])
+        if self._halves and any(half in plain for half in self._halves):
+            view = joined_strings(plain)
+            if view is not None:
+                joined, join_starts, join_ends = view
+                for value in self.known_values:
+                    for start in _find_all(joined, value):
+                        low, high = join_starts[start], join_ends[start + len(value) - 1]
+                        if high - low > len(value):  # it runs across a separator
+                            spans.append(original(low, high))
+                            hits.append("configured secret split across strings")
         return spans, hits
 
     def redact_split(self, texts: list[str]) -> tuple[list[str], list[str]]:
@@ -431,6 +446,13 @@ def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits:
                 changes[name] = redacted
         return value.model_copy(update=changes) if changes else value
     return value
+
+
+def _find_all(text: str, value: str) -> Iterator[int]:
+    start = text.find(value)
+    while start != -1:
+        yield start
+        start = text.find(value, start + len(value))
 
 
 def _text_of(item: Any) -> str | None:
