@@ -134,14 +134,13 @@ def test_traces_and_cassettes_name_the_line(tmp_path):
 def test_folders_are_scanned_recursively_and_skip_tooling(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "deep.json").write_text(json.dumps({"k": SK_KEY}))
-    (tmp_path / "a" / "notes.txt").write_text(SK_KEY)           # not a kind a folder scan reads
+    (tmp_path / "a" / "notes.txt").write_text(SK_KEY)           # every text file is read
     for skipped in (".git", "node_modules", "venv"):
         (tmp_path / skipped).mkdir()
         (tmp_path / skipped / "x.json").write_text(json.dumps({"k": SK_KEY}))
     (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr\n")
     report = scan(tmp_path)
-    assert places(report) == [("deep.json", "$.k", "sk- API key pattern")]
-    # A file named explicitly is scanned whatever its type.
+    assert places(report) == [("notes.txt", "line 1", "sk- API key pattern"), ("deep.json", "$.k", "sk- API key pattern")]
     assert places(scan(tmp_path / "a" / "notes.txt")) == [("notes.txt", "line 1", "sk- API key pattern")]
 
 
