@@ -336,8 +336,9 @@ class SecretScanner:
                             for kind in self.scan_text(line):
                                 yield f"{place} line {number}", kind
                         yield from self._scan_split(item, place)
-                        if name and "/" in name and not name.startswith("text/"):
-                            yield from self._scan_payload("".join(item), place)
+                        joined = "".join(item)
+                        if name and "/" in name and _BASE64.match(joined):  # attachments: base64 of any type
+                            yield from self._scan_payload(joined, place)
                         continue
                     yield from self._scan_split(item, place)
                 for index in range(len(item) - 1, -1, -1):
