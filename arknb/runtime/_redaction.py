@@ -29,18 +29,21 @@ method here:
 - a model that writes files of its own (``ev.Recorder``'s cassettes) is handed the
   runtime's lint (``redact_with``) and redacts with it.
 
-Streamed text (``llm.chunk``): a known secret may arrive split across chunks.
+Streamed text (``llm.chunk``): a secret may arrive split across chunks.
 :class:`ChunkGuard` holds back the end of a chunk while it could be the start of a known
-secret (at most ``len(secret) - 1`` characters) and releases it with the next chunk or
-at the end of the stream. So no ``llm.chunk`` payload, and no concatenation of the
-consecutive chunks of one model call, contains a secret known when they were published.
-The cost: a chunk that ends like the start of a secret reaches listeners one chunk
-later. With no secret known a chunk costs one attribute test.
+secret (at most ``len(secret) - 1`` characters) or of a credential shape (a word
+``sk-...``, ``Bearer <token>``, ``Authorization: ...`` not ended yet, at most
+``_SHAPE_HOLD`` characters), and releases it, redacted, with the next chunk or at the end
+of the stream. So no ``llm.chunk`` payload, and no concatenation of the consecutive
+chunks of one model call, contains a secret known when they were published, nor a
+credential shape. The cost: a chunk that ends like the start of either reaches
+listeners one chunk later; a chunk that ends otherwise costs one short regex search.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain import AgentMessage, ArkError
@@ -54,6 +57,28 @@ if TYPE_CHECKING:
 __all__ = ["ChunkGuard", "Redactor", "learn_model_secrets", "lint_before_save"]
 
 _PREFIX_LIMIT = 256
+_SHAPE_HOLD = 512
+"""At most this much of a chunk's end is held while it could still become a credential shape."""
+def _prefix_of(word: str, rest: str = "", shortest: int = 1) -> str:
+    """A regex for any prefix of ``word`` at least ``shortest`` letters long, and of
+    ``word`` followed by ``rest``."""
+    pattern = f"(?:{rest})?" if rest else ""
+    for letter in reversed(word[shortest:]):
+        pattern = f"(?:{letter}{pattern})?"
+    return word[:shortest] + pattern
+
+
+# The end of a text that may be the start of a credential shape the next chunk completes:
+# a word "sk", "sk-..."; "bea"... "bearer", or "bearer <partial token>"; "auth"...
+# "authorization", or the header with a partial value (searched in the last _SHAPE_HOLD
+# characters). Shorter starts are not held: a chunk ending in the word "a" or "s" (common)
+# would always wait for the next one, and tokenizers do not cut these words there.
+_PARTIAL_TOKEN = r"[A-Za-z0-9\-._~+/]*=*"
+_SHAPE_START = re.compile(r"(?i:\b(?:" + "|".join((
+    _prefix_of("sk", r"-[A-Za-z0-9_\-]*", 2),
+    _prefix_of("bearer", r"\s+" + _PARTIAL_TOKEN, 3),
+    _prefix_of("authorization", r"[\"'\\]*\s*[:=]?\s*[\"'\\]*(?:[A-Za-z]+\s+)?" + _PARTIAL_TOKEN, 4),
+)) + r"))\Z")
 """Secrets up to this length are matched by their prefixes in one ``endswith`` call;
 longer ones (rare) by a search, so a huge secret does not cost quadratic memory."""
 
@@ -185,8 +210,11 @@ class ChunkGuard:
 
     def feed(self, kind: str, text: str) -> str:
         secrets = self._lint.known_values
-        if not secrets:  # the common case: nothing configured, nothing to hold
-            return text
+        if not secrets:  # the common case: no secret configured, only shapes to look for
+            held = self._held
+            if held:
+                text = held.pop(kind, "") + text
+            return self._shapes(kind, text, 0)
         if secrets is not self._secrets:  # learnt a key: every proper prefix, for endswith()
             self._secrets = secrets
             short = [secret for secret in secrets if len(secret) <= _PREFIX_LIMIT]
@@ -210,14 +238,31 @@ class ChunkGuard:
             keep = max(len(prefix) for prefix in self._prefixes if text.endswith(prefix))
         if self._long:
             keep = max(keep, _held_suffix(text, self._long))
+        return self._shapes(kind, text, keep)
+
+    def _shapes(self, kind: str, text: str, keep: int) -> str:
+        """``text`` less its last ``keep`` characters, or more if its end may be the start
+        of a credential shape (held for ``kind``), with the shapes it completes redacted."""
+        match = _SHAPE_START.search(text, max(0, len(text) - _SHAPE_HOLD))
+        if match is not None:
+            keep = max(keep, len(text) - match.start())
         if keep:
-            held[kind] = text[-keep:]
-            return text[:-keep]
-        return text
+            self._held[kind] = text[-keep:]
+            text = text[:-keep]
+        return self._redact_shapes(text)
+
+    def _redact_shapes(self, text: str) -> str:
+        if len(text) < 19:
+            return text
+        redacted, hits = self._lint.redact_text(text)
+        if hits:
+            self._redactor.report(Redaction("event llm.chunk", len(hits), tuple(sorted(set(hits)))))
+        return redacted
 
     def flush(self, kind: str) -> str:
-        """The text still held for ``kind`` (never a whole secret)."""
-        return self._held.pop(kind, "")
+        """The text still held for ``kind`` (never a whole known secret; a credential
+        shape it completes is redacted)."""
+        return self._redact_shapes(self._held.pop(kind, ""))
 
 
 def _held_suffix(text: str, secrets: tuple[str, ...]) -> int:
