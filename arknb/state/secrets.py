@@ -53,6 +53,12 @@ _PATTERNS = re.compile(
     r"|(?P<bearer>\b(?i:bearer)\s+)(?P<bearer_v>" + _TOKEN + ")"
     r"|(?P<sk_key>)(?P<sk_key_v>\bsk-[A-Za-z0-9_\-]{16,})"
 )
+def _hides_letters(text: str) -> bool:
+    """True if ``text`` has an escape that can stand for a letter (``\\u0064``, ``\\x64``):
+    only those can hide a pattern's anchor word (``\\"`` and ``\\/`` cannot)."""
+    return "\\u" in text or "\\x" in text
+
+
 def _has_anchor(text: str) -> bool:
     """True if ``text`` holds a word every pattern match (and every credential-named
     mapping key) contains. ``str.lower`` and ``in`` are several times faster than a
@@ -189,7 +195,7 @@ class SecretLint:
         """False when no escape in ``text`` can hide a finding, and no configured secret
         can run across adjacent JSON strings in it (a quick check: only the few texts
         that may hold one are decoded exactly)."""
-        if "\\" in text:
+        if "\\" in text and (self._known or (patterns and _hides_letters(text))):
             loose = loosely_unescaped(text)
             if loose != text:
                 if any(value in loose for value in self.known_values):
@@ -284,7 +290,7 @@ class SecretLint:
             # A secret split across two strings leaves its first or its second half whole.
             if any(half in text for half in self._halves):
                 return True
-        return patterns and len(text) >= 10 and (_has_anchor(text) or ("\\" in text and _has_anchor(
+        return patterns and len(text) >= 10 and (_has_anchor(text) or (_hides_letters(text) and _has_anchor(
             loosely_unescaped(text))))
 
     def redact_state(self, state: AgentState, *, history_from: int = 0) -> tuple[AgentState, list[Redaction]]:
