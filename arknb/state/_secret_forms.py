@@ -115,8 +115,8 @@ _BETWEEN_STRINGS = re.compile(r'"\s*,\s*"')
 def joined_strings(text: str) -> tuple[str, list[int], list[int]] | None:
     """``text`` (JSON, or text holding JSON) with the separators between adjacent strings
     (``", "``) left out, so a value cut across two array items reads whole; with each
-    character's ``[start, end)`` in ``text`` (a character after a separator starts at the
-    separator). None when there is no such separator."""
+    character's ``[start, end)`` in ``text`` (a span from one character to a later one
+    covers the separators between them). None when there is no such separator."""
     if '",' not in text:
         return None
     pieces: list[str] = []
@@ -127,8 +127,6 @@ def joined_strings(text: str) -> tuple[str, list[int], list[int]] | None:
         pieces.append(text[cursor:match.start()])
         starts.extend(range(cursor, match.start()))
         ends.extend(range(cursor + 1, match.start() + 1))
-        if match.start() > cursor:
-            ends[-1] = match.end()  # the last character before a separator ends after it
         cursor = match.end()
     if cursor == 0:
         return None

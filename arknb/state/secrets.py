@@ -53,6 +53,9 @@ _PATTERNS = re.compile(
     r"|(?P<bearer>\b(?i:bearer)\s+)(?P<bearer_v>" + _TOKEN + ")"
     r"|(?P<sk_key>)(?P<sk_key_v>\bsk-[A-Za-z0-9_\-]{16,})"
 )
+_ITEM_SEPARATORS = re.compile(r"""["']\s*,\s*["']""")
+
+
 def _hides_letters(text: str) -> bool:
     """True if ``text`` has an escape that can stand for a letter (``\\u0064``, ``\\x64``):
     only those can hide a pattern's anchor word (``\\"`` and ``\\/`` cannot)."""
@@ -237,7 +240,7 @@ class SecretLint:
                 for value in self.known_values:
                     for start in _find_all(joined, value):
                         low, high = join_starts[start], join_ends[start + len(value) - 1]
-                        if high - low > len(value):  # it runs across a separator
+                        if high - low > len(value):  # longer in the text: it runs across a separator
                             spans.append(original(low, high))
                             hits.append("configured secret split across strings")
         return spans, hits
@@ -287,9 +290,14 @@ class SecretLint:
                 loose = loosely_unescaped(text)
                 if any(value in loose for value in self.known_values):
                     return True
-            # A secret split across two strings leaves its first or its second half whole.
+            # A secret split across two strings leaves its first or its second half whole;
+            # one cut across more items of a list reads whole without the separators.
             if any(half in text for half in self._halves):
                 return True
+            if ", " in text:
+                joined = _ITEM_SEPARATORS.sub("", text)
+                if any(value in joined for value in self.known_values):
+                    return True
         return patterns and len(text) >= 10 and (_has_anchor(text) or (_hides_letters(text) and _has_anchor(
             loosely_unescaped(text))))
 
