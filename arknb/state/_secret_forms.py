@@ -200,14 +200,18 @@ def replace_spans(text: str, spans: list[tuple[int, int]], redacted: str) -> str
     return "".join(pieces)
 
 
+_MIXED_CASE = re.compile(r"[a-z][A-Z]|[A-Z]{8}")
+
+
 def looks_random(token: str) -> bool:
     """True if ``token`` (what follows ``sk-`` or ``Bearer``) looks generated rather than
-    written: it has a digit, both cases, an underscore, a dot or a slash, or one unbroken
-    run of 24 letters. ``learn-style-estimators-everywhere`` (lowercase words joined by
-    hyphens) does not; every provider key format seen does (OpenAI ``sk-proj-`` and legacy
-    keys, Anthropic ``sk-ant-api03-``, DeepSeek's hex keys, JWTs)."""
+    written: it has a digit, an underscore, a dot, a slash or a plus, a lowercase letter
+    followed by an uppercase one, eight capitals in a row, or one unbroken run of 24
+    letters. Words joined by hyphens (``learn-style-estimators-everywhere``,
+    ``Learn-Style-Guide-Everywhere``) do not; every provider key format seen does (OpenAI
+    ``sk-proj-`` and legacy keys, Anthropic ``sk-ant-api03-``, DeepSeek's hex keys, JWTs)."""
     if any(c.isdigit() or c in "_./+" for c in token):
         return True
-    if any(c.isupper() for c in token) and any(c.islower() for c in token):
+    if _MIXED_CASE.search(token):
         return True
     return any(len(part) >= 24 for part in token.split("-"))

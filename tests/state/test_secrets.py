@@ -328,3 +328,8 @@ def test_prose_that_starts_like_a_credential_is_not_one(text):
 def test_a_shape_written_with_escapes_is_redacted():
     text = '{"v": "s\\u006b-proj-Q7xL2mN9pR4tV8wZ1bC5"}'
     assert SecretLint().redact_text(text) == ('{"v": "[redacted]"}', ["sk- API key pattern"])
+
+
+def test_capitalised_words_after_sk_are_prose_but_random_case_is_not():
+    assert SecretLint().scan("see sk-Learn-Style-Guide-Everywhere") == []
+    assert SecretLint().scan("key sk-AbCdEfGhIjKlMnOpQrSt") == ["sk- API key pattern"]
