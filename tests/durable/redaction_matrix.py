@@ -48,7 +48,9 @@ KEY = "arknb-matrix-7Hq2-0123456789abcdefghij"  # not credential-shaped: only kn
 SHAPE = "sk-proj-Q7xL2mN9pR4tV8wZ1bC5dF3gH6jK0"  # credential-shaped, known to nobody
 ENV = "DEEPSEEK_API_KEY"
 SOURCES = ("secrets", "provider", "env", "shape", "model")
-STORES = ("memory", "file", "sqlite", "postgres")
+STORES = ("default", "memory", "file", "sqlite", "postgres")
+"""default: no storage given (MemoryStateStorage); memory: the durable MemoryStore (operations and
+outbox in memory); file: FileStateStorage; sqlite and postgres: the durable stores."""
 FORMS = ("literal", "escaped", "split")
 SINKS = ("events", "tool.after", "outbox", "operations", "state", "widgets", "timeline.jsonl", "trace.jsonl",
          "otel", "cassette")
@@ -169,8 +171,12 @@ def _http_model(call: ToolCall, api_key: str | None) -> OpenAICompatibleClient:
 
 
 def _storage(store: str, folder: Path, dsn: str | None) -> Any:
+    if store == "default":
+        return None
     if store == "memory":
-        return ark.MemoryStateStorage()
+        from arknb.durable import MemoryStore
+
+        return MemoryStore()
     if store == "file":
         return ark.FileStateStorage(folder / "states")
     if store == "sqlite":
@@ -251,7 +257,11 @@ async def run_cell(source: str, store: str, form: str, folder: Path, dsn: str | 
         texts["trace.jsonl"] = (folder / "trace.jsonl").read_text()
         texts["otel"] = json.dumps(spans, default=str, ensure_ascii=False)
         texts["cassette"] = (folder / "cassette.jsonl").read_text()
+        storage = runtime.storage
         texts["state"] = (await storage.load("matrix")).to_json() + runtime.state.to_json()
+        if store == "memory":
+            texts["outbox"] = "\n".join(e.to_json() for e in await storage.read_events("matrix"))
+            texts["operations"] = "\n".join(op.to_json() for op in await storage.list_operations("matrix"))
         if store in ("sqlite", "postgres"):
             rows = _rows(store, folder, dsn)
             texts["outbox"] = rows.pop("outbox", "") + "\n".join(

@@ -4,8 +4,8 @@ The matrix (``redaction_matrix.py``): every key source x every store x {literal,
 split}, each run's sinks read back (events with the live ``tool.after``, outbox and
 operations rows, saved state, widget payloads, timeline and eval traces, OpenTelemetry
 attributes, the cassette, every file written) and grepped for the key, its escaped
-forms and, for a split key, either half. Reduced here: every cell on the memory, file
-and SQLite stores, and one form per source on PostgreSQL (rotating); the whole of it is
+forms and, for a split key, either half. Reduced here: every cell on the default
+(in-memory state), durable memory, file and SQLite stores, and one form per source on PostgreSQL (rotating); the whole of it is
 ``benchmarks/redaction_matrix.py``. Then the promises the matrix does not show by itself:
 a tool still gets the real value, a sub-agent inherits its parent's secrets, the
 recorder uses the runtime's, an eval report is redacted, one report per occurrence.
@@ -30,7 +30,7 @@ pytest.importorskip("opentelemetry.sdk", reason="the matrix reads OpenTelemetry 
 PAIRS = [(source, form) for source in SOURCES for form in FORMS if not (source == "shape" and form == "split")]
 
 
-@pytest.mark.parametrize("store", ["memory", "file", "sqlite"])
+@pytest.mark.parametrize("store", ["default", "memory", "file", "sqlite"])
 @pytest.mark.parametrize("source,form", PAIRS)
 async def test_no_sink_holds_the_key(tmp_path, source, form, store):
     cell = await run_cell(source, store, form, tmp_path)
@@ -38,7 +38,7 @@ async def test_no_sink_holds_the_key(tmp_path, source, form, store):
     assert cell.reports >= 1  # each redaction announced by secret.redacted
     assert set(cell.texts) >= {"events", "tool.after", "state", "widgets", "timeline.jsonl", "trace.jsonl", "otel",
                                "cassette", "files"}
-    if store == "sqlite":
+    if store in ("memory", "sqlite"):
         assert cell.texts["outbox"] and cell.texts["operations"]
     if source == "model":
         assert cell.tool_got == [KEY]  # the tool got the real value; only what is recorded is redacted
