@@ -47,14 +47,15 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain import AgentMessage, ArkError
-from ..events import EventTypes
+from ..events import AgentEvent, EventTypes
+from ..events.envelope import freeze_payload
 from ..state import REDACTED, AgentState, Redaction, SecretLint
 from .result import AgentRunResult
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["ChunkGuard", "Redactor", "learn_model_secrets", "lint_before_save"]
+__all__ = ["ChunkGuard", "Redactor", "learn_model_secrets", "lint_before_save", "publish_foreign"]
 
 _PREFIX_LIMIT = 256
 _SHAPE_HOLD = 512
@@ -283,6 +284,20 @@ def _held_suffix(text: str, secrets: tuple[str, ...]) -> int:
                 break
             position = text.find(first, position + 1)
     return longest
+
+
+def publish_foreign(rt: AgentRuntime, event: AgentEvent) -> None:
+    """Publish another runtime's event (a sub-agent's) on ``rt``'s bus, its payload through
+    ``rt``'s redactor first: the child redacted it with what it knew, the parent may know
+    more (a key it learnt after the child was built)."""
+    redactor = rt._redactor
+    payload, redaction = redactor.payload(f"{event.type} (sub-agent)", event.payload)
+    if redaction is not None:
+        event = AgentEvent(event.event_id, event.type, event.session_id, event.run_id, event.sequence,
+                           event.timestamp, freeze_payload(payload), event.parent_run_id, event.parent_call_id)
+    rt.bus.publish(event)
+    if redaction is not None:
+        redactor.report(redaction)
 
 
 async def learn_model_secrets(rt: AgentRuntime) -> None:

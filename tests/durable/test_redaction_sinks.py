@@ -142,3 +142,32 @@ def test_a_trace_of_events_no_runtime_redacted_is_redacted_as_it_is_written(tmp_
     text = (tmp_path / "t.jsonl").read_text()
     assert SHAPE not in text and "[redacted]" in text
     assert ev.trace.from_jsonl(tmp_path / "t.jsonl")[0].payload["text"] == "token [redacted]"
+
+
+async def test_a_sub_agents_events_pass_the_parents_redactor_when_republished():
+    """A key the parent learns while the child runs (the child never knew it) is redacted
+    from the child's events as the parent re-publishes them."""
+    late = "learnt-by-the-parent-later-0123456789"
+    parent: ark.AgentRuntime
+
+    @ark.tool
+    def leak() -> str:
+        """The parent learns a key just now; this tool returns it."""
+        parent.secret_lint.add(late)
+        return f"the late key is {late}"
+
+    def factory(session_id: str) -> ark.AgentRuntime:
+        model = ark.ScriptedModel([ScriptedTurn(tool_calls=(ToolCall(id="k", name="leak"),)), "child done"])
+        return ark.AgentRuntime(model, tools=[leak], session_id=session_id)
+
+    delegate = ToolCall(id="d", name="delegate_task", arguments_json=json.dumps({"agent": "helper", "task": "look"}))
+    parent = ark.AgentRuntime(ark.ScriptedModel([ScriptedTurn(tool_calls=(delegate,)), "done"]),
+                              subagents=[ark.SubAgent("helper", "helps", runtime_factory=factory)])
+    events = []
+    parent.bus.subscribe(EventTypes.ANY, events.append)
+    assert (await parent.run("delegate")).stop_reason == "completed"
+    child_events = [e for e in events if e.session_id != parent.session_id]
+    assert any(e.type == EventTypes.TOOL_AFTER for e in child_events)
+    assert late not in "\n".join(e.to_json() for e in events)
+    assert any(e.type == EventTypes.SECRET_REDACTED and e.payload["where"] == "event tool.after (sub-agent)"
+               for e in events)
