@@ -181,8 +181,9 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     changed = False  # did any chunk hook hold, drop or rewrite anything in this turn?
     index = 0
     complete: ModelResponse | None = None
-    # No configured secret leaves in a chunk, even split across chunks. A key is learnt
-    # when the model resolves it, after this point: the guard is asked per chunk.
+    # No configured secret nor credential shape leaves in a chunk, even split across
+    # chunks. A key is learnt when the model resolves it, after this point: the guard is
+    # asked per chunk.
     guard = rt._redactor.chunk_guard()
     stream = rt.model.stream(request, cancel=ctx.cancel)
     try:
