@@ -3,8 +3,7 @@
 One redactor, one rule, at every exit. What it finds (:class:`~arknb.state.SecretLint`):
 
 - the secrets the runtime knows: ``AgentRuntime(secrets=...)`` (a sub-agent's include
-  its parent's), the values given to an MCP server's ``env=`` / ``headers=``, and every
-  API key the model reports (``observe_secrets``: as it resolves each key, before the
+  its parent's) and every API key the model reports (``observe_secrets``: as it resolves each key, before the
   request that uses it is sent), in plain text, JSON-escaped (``\\u0064`` for any
   character, ``\\/``, JSON in JSON: how a model may write a key into tool-call
   arguments) and split across adjacent strings;
@@ -27,7 +26,9 @@ method here:
 - the :class:`AgentRunResult` a run returns (final message, error);
 - saved state, by the save-time lint (:func:`lint_before_save`), the last line;
 - a model that writes files of its own (``ev.Recorder``'s cassettes) is handed the
-  runtime's lint (``redact_with``) and redacts with it.
+  runtime's lint (``redact_with``) and redacts with it;
+- a sub-agent's events, as they are re-published on this runtime's bus
+  (:func:`publish_foreign`).
 
 Streamed text (``llm.chunk``): a secret may arrive split across chunks.
 :class:`ChunkGuard` holds back the end of a chunk while it could be the start of a known
@@ -37,7 +38,8 @@ secret (at most ``len(secret) - 1`` characters) or of a credential shape (a word
 of the stream. So no ``llm.chunk`` payload, and no concatenation of the consecutive
 chunks of one model call, contains a secret known when they were published, nor a
 credential shape. The cost: a chunk that ends like the start of either reaches
-listeners one chunk later; a chunk that ends otherwise costs one short regex search.
+listeners one chunk later; any other chunk costs a lowercase copy and four substring
+tests.
 """
 
 from __future__ import annotations
@@ -58,8 +60,12 @@ if TYPE_CHECKING:
 __all__ = ["ChunkGuard", "Redactor", "learn_model_secrets", "lint_before_save", "publish_foreign"]
 
 _PREFIX_LIMIT = 256
+"""Secrets up to this length are matched by their prefixes in one ``endswith`` call;
+longer ones (rare) by a search, so a huge secret does not cost quadratic memory."""
 _SHAPE_HOLD = 512
 """At most this much of a chunk's end is held while it could still become a credential shape."""
+
+
 def _prefix_of(word: str, rest: str = "", shortest: int = 1) -> str:
     """A regex for any prefix of ``word`` at least ``shortest`` letters long, and of
     ``word`` followed by ``rest``."""
@@ -80,8 +86,6 @@ _SHAPE_START = re.compile(r"(?i:\b(?:" + "|".join((
     _prefix_of("bearer", r"\s+" + _PARTIAL_TOKEN, 3),
     _prefix_of("authorization", r"[\"'\\]*\s*[:=]?\s*[\"'\\]*(?:[A-Za-z]+\s+)?" + _PARTIAL_TOKEN, 4),
 )) + r"))\Z")
-"""Secrets up to this length are matched by their prefixes in one ``endswith`` call;
-longer ones (rare) by a search, so a huge secret does not cost quadratic memory."""
 
 
 class Redactor:
