@@ -50,6 +50,8 @@ async def test_no_postgres_sink_holds_the_key(tmp_path, pg_dsn, source):
     cell = await run_cell(source, "postgres", form, tmp_path, pg_dsn)
     assert cell.failures() == []
     assert cell.texts["outbox"] and cell.texts["operations"]
+    if source == "model":
+        assert cell.tool_got == [KEY]
 
 
 def test_the_grep_finds_every_form():
