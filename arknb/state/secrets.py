@@ -25,7 +25,9 @@ from pydantic import BaseModel
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 
 from ._encoding import APPEND_ONLY_FIELDS, header_json
-from ._secret_forms import joined_strings, loosely_unescaped, looks_random, redact_split, replace_spans, unescaped
+from ._secret_forms import (
+    joined_strings, loosely_unescaped, looks_random, redact_split, replace_spans, unescaped, without_separators,
+)
 from .agent_state import AgentState
 
 __all__ = ["ENV_SUFFIXES", "REDACTED", "Redaction", "SecretLint", "environment_secrets", "redact_value"]
@@ -53,9 +55,6 @@ _PATTERNS = re.compile(
     r"|(?P<bearer>\b(?i:bearer)\s+)(?P<bearer_v>" + _TOKEN + ")"
     r"|(?P<sk_key>)(?P<sk_key_v>\bsk-[A-Za-z0-9_\-]{16,})"
 )
-_ITEM_SEPARATORS = re.compile(r"""["']\s*,\s*["']""")
-
-
 def _hides_letters(text: str) -> bool:
     """True if ``text`` has an escape that can stand for a letter (``\\u0064``, ``\\x64``):
     only those can hide a pattern's anchor word (``\\"`` and ``\\/`` cannot)."""
@@ -158,9 +157,10 @@ class SecretLint:
         findings = [f"configured secret #{number}"
                     for number, forms in enumerate(self._known, start=1)
                     if any(form in text for form in forms)]
-        if self._known and self._maybe_hidden(text, patterns=False):
-            _, escaped = self._hidden_spans(text, patterns=False)
-            findings.extend(escaped)
+        if self._known:
+            escaped, split = self._maybe_hidden(text, patterns=False)
+            if escaped or split:
+                findings.extend(self._hidden_spans(text, patterns=False, escaped=escaped, split=split)[1])
         # The regex costs ~100 µs per few hundred characters; almost no text contains any of
         # its anchor words, so look for those first (every save is linted).
         if _has_anchor(text):
@@ -179,10 +179,12 @@ class SecretLint:
             if form in text:
                 hits.extend([f"configured secret #{number}"] * text.count(form))
                 text = text.replace(form, REDACTED)
-        if self._maybe_hidden(text, patterns=patterns):
-            # A secret with escaped characters (a model may escape any of them in JSON):
-            # found in the decoded text, replaced whole in this one.
-            spans, found = self._hidden_spans(text, patterns=patterns)
+        escaped, split = self._maybe_hidden(text, patterns=patterns)
+        if escaped or split:
+            # A secret with escaped characters (a model may escape any of them in JSON),
+            # or cut across adjacent strings: found in the decoded or joined text,
+            # replaced whole in this one.
+            spans, found = self._hidden_spans(text, patterns=patterns, escaped=escaped, split=split)
             if spans:
                 text = replace_spans(text, spans, REDACTED)
                 hits.extend(found)
@@ -194,33 +196,33 @@ class SecretLint:
                 hits.extend(found)
         return text, hits
 
-    def _maybe_hidden(self, text: str, *, patterns: bool) -> bool:
-        """False when no escape in ``text`` can hide a finding, and no configured secret
-        can run across adjacent JSON strings in it (a quick check: only the few texts
-        that may hold one are decoded exactly)."""
+    def _maybe_hidden(self, text: str, *, patterns: bool) -> tuple[bool, bool]:
+        """``(escaped, split)``: whether an escape in ``text`` may hide a finding, and
+        whether a configured secret may run across adjacent strings in it (quick checks:
+        only the few texts that may hold one are decoded or joined exactly)."""
+        escaped = False
         if "\\" in text and (self._known or (patterns and _hides_letters(text))):
             loose = loosely_unescaped(text)
             if loose != text:
-                if any(value in loose for value in self.known_values):
-                    return True
-                if patterns and _has_anchor(loose):
-                    return True
-        return '"' in text and any(half in text for half in self._halves)
+                escaped = (any(value in loose for value in self.known_values)
+                           or (patterns and _has_anchor(loose)))
+        split = ('"' in text or "'" in text) and any(half in text for half in self._halves)
+        if split:  # the value reads whole once the separators between strings are gone
+            joined = without_separators(text)
+            split = any(value in joined for value in self.known_values)
+        return escaped, split
 
-    def _hidden_spans(self, text: str, *, patterns: bool) -> tuple[list[tuple[int, int]], list[str]]:
+    def _hidden_spans(self, text: str, *, patterns: bool, escaped: bool = True,
+                      split: bool = True) -> tuple[list[tuple[int, int]], list[str]]:
         """Where in ``text`` a finding lies that the plain pass cannot see: written with
         escapes (found in the decoded text), or a configured secret cut across adjacent
-        JSON strings (``["first half", "second half"]``). Returns ``[start, end)`` spans
-        covering whole escapes and separators, and what each is."""
-        decoded = unescaped(text) if "\\" in text else None
-        plain, starts, ends = decoded if decoded is not None else (text, None, None)
-
-        def original(start: int, end: int) -> tuple[int, int]:
-            return (starts[start], ends[end - 1]) if starts is not None else (start, end)
-
+        strings (``["first half", "second half"]``, at any JSON depth). Returns ``[start,
+        end)`` spans covering whole escapes and separators, and what each is."""
         spans: list[tuple[int, int]] = []
         hits: list[str] = []
+        decoded = unescaped(text) if escaped else None
         if decoded is not None:
+            plain, original = decoded
             for number, value in enumerate(self.known_values, start=1):
                 for start in _find_all(plain, value):
                     span = original(start, start + len(value))
@@ -233,16 +235,15 @@ class SecretLint:
                     if "\\" in text[span[0]:span[1]]:
                         spans.append(span)
                         hits.append(_DESCRIPTIONS[kind.removesuffix("_v")])
-        if self._halves and any(half in plain for half in self._halves):
-            view = joined_strings(plain)
-            if view is not None:
-                joined, join_starts, join_ends = view
-                for value in self.known_values:
-                    for start in _find_all(joined, value):
-                        low, high = join_starts[start], join_ends[start + len(value) - 1]
-                        if high - low > len(value):  # longer in the text: it runs across a separator
-                            spans.append(original(low, high))
-                            hits.append("configured secret split across strings")
+        view = joined_strings(text) if split else None
+        if view is not None:
+            joined, join_starts, join_ends = view
+            for value in self.known_values:
+                for start in _find_all(joined, value):
+                    low, high = join_starts[start], join_ends[start + len(value) - 1]
+                    if high - low > len(value):  # longer in the text: it runs across a separator
+                        spans.append((low, high))
+                        hits.append("configured secret split across strings")
         return spans, hits
 
     def redact_split(self, texts: list[str]) -> tuple[list[str], list[str]]:
@@ -294,8 +295,8 @@ class SecretLint:
             # one cut across more items of a list reads whole without the separators.
             if any(half in text for half in self._halves):
                 return True
-            if ", " in text:
-                joined = _ITEM_SEPARATORS.sub("", text)
+            if "," in text:
+                joined = without_separators(text)
                 if any(value in joined for value in self.known_values):
                     return True
         return patterns and len(text) >= 10 and (_has_anchor(text) or (_hides_letters(text) and _has_anchor(
