@@ -67,13 +67,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--min-runs", type=int, default=30)
     p.add_argument("--max-seconds", type=float, default=3.0)
     p.add_argument("--python", default=sys.executable)
+    p.add_argument("--tree", default=None,
+                   help="a git ref to measure instead of the working tree (exported like --base), so the "
+                        "working tree can change while it runs")
     p.add_argument("--together", action="store_true",
                    help="run the two sides of a round at the same time (steadier on a busy machine)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="arknb-ab-") as tmp:
-        base_dir = Path(tmp)
+        base_dir = Path(tmp) / "base"
+        base_dir.mkdir()
         _export(args.base, base_dir)
-        sides = {"base": base_dir, "tree": ROOT}
+        tree_dir = ROOT
+        if args.tree is not None:
+            tree_dir = Path(tmp) / "tree"
+            tree_dir.mkdir()
+            _export(args.tree, tree_dir)
+        sides = {"base": base_dir, "tree": tree_dir}
         cpu: dict[tuple[str, str], list[float]] = {}
         ratios: dict[str, list[float]] = {}
         for round_no in range(args.rounds):
@@ -93,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  round {round_no + 1}/{args.rounds} {key:<14} base {got['base']:>9,.0f}  "
                       f"tree {got['tree']:>9,.0f}  tree/base {got['tree'] / got['base']:.3f}",
                       file=sys.stderr, flush=True)
-    print(f"base = {args.base}, tree = {ROOT} (working tree); CPU µs per run, medians over {args.rounds} "
+    tree_name = f"{args.tree} (exported)" if args.tree is not None else f"{ROOT} (working tree)"
+    print(f"base = {args.base}, tree = {tree_name}; CPU µs per run, medians over {args.rounds} "
           f"processes per side{' (both sides of a round at once)' if args.together else ''}; "
           "ratio = median of per-round tree/base ratios")
     print("| subject | base µs/run | tree µs/run | tree / base | per-round ratios |")

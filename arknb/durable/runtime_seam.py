@@ -282,9 +282,9 @@ class DurableInvocations(ToolOperations):
         return revision
 
     def _redacted(self, operation: Operation) -> Operation:
-        """``operation`` without the secrets the runtime knows (DESIGN §9: a key never
-        reaches a store): its inputs, results, error and hook records (a reason, an injected
-        message) hold what tools, models and hooks returned.
+        """``operation`` without the secrets the runtime knows nor credential shapes
+        (DESIGN §9: a key never reaches a store): its inputs, results, error and hook
+        records (a reason, an injected message) hold what tools, models and hooks returned.
 
         An operation is committed several times as it moves through its phases, and most
         of its values are carried over unchanged (the same objects): a value checked
@@ -292,7 +292,7 @@ class DurableInvocations(ToolOperations):
         count = self.scope.secrets_known
         known = count() if count is not None else -1
         if known == 0:
-            return operation  # no secret to find (what a call returns is never scanned for shapes)
+            return operation  # a redactor with nothing to find (the runtime's is never: shapes)
         redact, where = self.scope.redact, f"operation {operation.purpose_key}"
         checked = self._checked.get(operation.operation_id) if known > 0 else None
         if checked is None or checked[0] != known:

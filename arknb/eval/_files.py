@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..domain import ArkError, ErrorCode, ErrorLayer, invalid_argument
+from ..state import SecretLint, environment_secrets
 
 __all__ = [
-    "FileKind", "as_path", "canonical_json", "check_header", "iter_jsonl", "now_iso", "write_lines_atomically",
+    "FileKind", "as_path", "canonical_json", "check_header", "export_lint", "iter_jsonl", "now_iso", "write_lines_atomically",
 ]
 
 
@@ -140,8 +141,27 @@ def check_header(path: Path, kind: FileKind, number: int, value: Any) -> dict[st
     return value
 
 
+def export_lint(*shared: SecretLint | None) -> Callable[[str], str]:
+    """The redaction every eval file passes through as it is written (DESIGN §9, the last
+    line): credential shapes, the values of this machine's ``*_API_KEY`` / ``*_TOKEN`` /
+    ``*_SECRET`` variables, and the secrets of each ``shared`` lint (a runtime's), plain
+    or escaped. Events a runtime published are clean already; a file made of other
+    events, or of what a model sent, may not be."""
+    own = SecretLint(value for _, value in environment_secrets())
+    lints = [own, *(lint for lint in shared if lint is not None)]
+
+    def redact(line: str) -> str:
+        for lint in lints:
+            line, _ = lint.redact_text(line)
+        return line
+
+    return redact
+
+
 def write_lines_atomically(path: Path, lines: Iterable[str], *, on_line: Callable[[], None] | None = None) -> None:
-    """Write ``lines`` (each without its newline) to ``path`` through a temp file and ``os.replace``."""
+    """Write ``lines`` (each without its newline) to ``path`` through a temp file and ``os.replace``;
+    each line passes through :func:`export_lint` first."""
+    redact = export_lint()
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise invalid_argument(f"cannot write {path}: the folder {folder} does not exist")
@@ -149,7 +169,7 @@ def write_lines_atomically(path: Path, lines: Iterable[str], *, on_line: Callabl
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             for line in lines:
-                out.write(line)
+                out.write(redact(line))
                 out.write("\n")
                 if on_line is not None:
                     on_line()

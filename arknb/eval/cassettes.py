@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import time
+import weakref
 from collections import OrderedDict
 from contextlib import aclosing
 from pathlib import Path
@@ -29,7 +30,7 @@ from ..domain import (
     ArkError, CancellationToken, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, StreamingEvent, invalid_argument,
 )
 from ._cassette_format import CASSETTE, CassetteRecord, RequestHasher, append_record, header_line, load_records
-from ._files import as_path, check_header, iter_jsonl, write_lines_atomically
+from ._files import as_path, check_header, export_lint, iter_jsonl, write_lines_atomically
 from ._request_diff import describe_request_diff, similarity
 
 __all__ = ["ForkedModel", "RecordMode", "Recorder", "ReplayModel", "Timing", "fork"]
@@ -276,8 +277,10 @@ class Recorder:
 
     Each record is appended and flushed as its call ends, so a crash loses at most the
     call in flight. A record holds the request's messages, tools and config and every
-    streamed event with its offset; never a key, header or URL (known key values of
-    ``client`` are also scrubbed from the line as a second line of defence).
+    streamed event with its offset; never a key, header or URL. Each line passes through
+    the redaction of every runtime that uses this recorder (its ``secrets=``, the keys it
+    learnt, credential shapes; handed over by ``redact_with``), with ``client``'s own key
+    values and this machine's ``*_API_KEY`` variables, plain or escaped, before it is written.
 
     Args:
         client: the model to record (e.g. an ``OpenAICompatibleClient``).
@@ -298,6 +301,7 @@ class Recorder:
         self.mode = mode
         self.timing = _check_timing(timing)
         self._gate = _OneAtATime("Recorder")
+        self._lints: weakref.WeakSet = weakref.WeakSet()  # the runtimes' (redact_with)
         self._fresh = False   # "all": the old file is replaced at the first recorded call
         self._torn = False
         self.recorded = 0
@@ -340,12 +344,21 @@ class Recorder:
         """Forwarded to the client (see :meth:`LLMClient <arknb.providers.base.LLMClient>`)."""
         await _resolve(self.client)
 
+    def redact_with(self, lint: Any) -> None:
+        """Redact what this recorder writes with ``lint`` too: the runtime calls this with
+        its own :class:`~arknb.state.SecretLint` (held weakly), so a cassette never holds
+        a secret the runtime knows (DESIGN §9)."""
+        self._lints.add(lint)
+        share = getattr(self.client, "redact_with", None)
+        if callable(share):
+            share(lint)
+
     def _redact(self, line: str) -> str:
-        for secret in self.secret_values():
-            value = secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
-            if value and value in line:
-                line = line.replace(value, "[redacted]")
-        return line
+        from ..state import SecretLint
+
+        own = SecretLint(s.get_secret_value() if hasattr(s, "get_secret_value") else str(s)
+                         for s in self.secret_values())
+        return export_lint(own, *list(self._lints))(line)
 
     async def stream(self, request: ModelRequest, *,
                      cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:
@@ -469,6 +482,12 @@ class ForkedModel:
     def observe_secrets(self, observer: Any) -> Any:
         """Forwarded to the live model (see :meth:`Recorder.observe_secrets`)."""
         return _observe(self.then, observer)
+
+    def redact_with(self, lint: Any) -> None:
+        """Forwarded to the live model (see :meth:`Recorder.redact_with`)."""
+        share = getattr(self.then, "redact_with", None)
+        if callable(share):
+            share(lint)
 
     async def resolve_secrets(self) -> None:
         """Forwarded to the live model (see :meth:`Recorder.resolve_secrets`)."""

@@ -112,6 +112,10 @@ class SubAgent:
         if child.session_id != session_id:
             raise invalid_argument(f"SubAgent {self.name!r}: runtime_factory({session_id!r}) built a runtime for "
                                    f"session {child.session_id!r}; pass session_id=session_id to AgentRuntime")
+        # The child inherits its parent's secrets (the ones given and the keys learnt):
+        # what it publishes and saves, and what it hands back, never holds them.
+        for secret in parent_options.get("secrets", ()):
+            child.secret_lint.add(secret)
         return child
 
     def __repr__(self) -> str:

@@ -26,7 +26,9 @@ class LLMClient(Protocol):
     uses it is sent; ``async resolve_secrets()`` resolves a key that was not resolved yet
     (the runtime calls it as each run starts, so a run continued after a restore, whose
     tools run before its first request, knows the key too). ``OpenAICompatibleClient``
-    has all three. A wrapper client (a recorder, a router) should forward them. Clients
+    has all three. A client that writes files of its own (``ev.Recorder``'s cassettes)
+    offers ``redact_with(lint)``: the runtime hands it its ``SecretLint``, to redact what
+    it writes with. A wrapper client (a recorder, a router) should forward them. Clients
     without them keep working.
     """
 

@@ -18,6 +18,7 @@ from ..events import EventTypes
 from ..hooks import AgentHook, HookRegistry
 from ..state import AgentState, ApprovalDecision, ApprovalDecisionResult, PendingApprovalBatch, PendingApprovalItem
 from ..tools import Tool, ToolRegistry
+from ._redaction import publish_foreign
 from .extensions import ApprovalKind, Extension, ExtensionScope, Resolution, SaveResult, WaitingCall, _ScopePorts
 
 if TYPE_CHECKING:
@@ -352,7 +353,7 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
         clock=lambda: live()._clock(), new_id=lambda prefix: live()._new_id(prefix),
         runtime_options=runtime_options, controller=lambda: live().controller,
         call_model=lambda request, purpose: own_model_call(live(), request, purpose),
-        took_over=lambda: live()._takeover)
+        took_over=lambda: live()._takeover, republish=lambda event: publish_foreign(live(), event))
     return ExtensionScope(name, model=rt.model, bus=rt.bus, ports=ports)
 
 

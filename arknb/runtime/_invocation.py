@@ -65,8 +65,8 @@ class SessionScope:
     storage: Any
     is_idempotent: Callable[[str], bool]   # tool name -> declared @tool(idempotent=True)
     redact: Callable[[Any, str], Any] = lambda value, where: value  # (value, where) -> value without secrets
-    # How many secrets ``redact`` knows (0: it has nothing to find); it only grows, and a
-    # value found clean before is checked again when it did. None: not known, check all.
+    # Changes when ``redact`` learns a secret (0: it has nothing to find); a value found
+    # clean before is checked again when it did. None: not known, check all.
     secrets_known: Callable[[], int] | None = None
 
 
@@ -145,7 +145,7 @@ def make_invocations(rt: AgentRuntime):
         return runtime is not None and runtime._offered_tools().is_idempotent(name)
 
     scope = SessionScope(session_id=rt.session_id, bus=rt.bus, clock=rt._clock, storage=rt.storage,
-                         is_idempotent=is_idempotent, redact=rt._redactor.known,
-                         secrets_known=rt._redactor.secrets_known)
+                         is_idempotent=is_idempotent, redact=rt._redactor.value,
+                         secrets_known=rt._redactor.generation)
     factory = getattr(rt.storage, "invocations_for", None)
     return factory(scope) if callable(factory) else DirectInvocations(scope)

@@ -192,10 +192,10 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     changed = False  # did any chunk hook hold, drop or rewrite anything in this turn?
     index = 0
     complete: ModelResponse | None = None
-    # No configured secret leaves in a chunk, even split across chunks. A key is learnt
-    # when the model resolves it, after this point: the guard is asked per chunk.
+    # No configured secret nor credential shape leaves in a chunk, even split across
+    # chunks. A key is learnt when the model resolves it, after this point: the guard is
+    # asked per chunk.
     guard = rt._redactor.chunk_guard()
-    lint = rt.secret_lint
     stream = rt.model.stream(request, cancel=ctx.cancel)
     try:
         async for event in stream:
@@ -206,7 +206,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                 if not hooked:
                     # The raw text is the history text here; publish only if someone listens.
                     channel = "text" if is_text else "reasoning"
-                    text = guard.feed(channel, event.text) if lint.known_values else event.text
+                    text = guard.feed(channel, event.text)
                     if text and bus.has_listeners(EventTypes.LLM_CHUNK):
                         rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind=channel, text=text, index=index))
                     index += 1

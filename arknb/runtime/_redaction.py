@@ -1,51 +1,92 @@
 """The runtime's redactor: no secret leaves the runtime (DESIGN §9 "Secrets").
 
-The secrets the runtime knows are ``AgentRuntime(secrets=...)`` and every API key the
-model reports (``observe_secrets``: as it resolves each key, before the request that
-uses it is sent). They are replaced by ``[redacted]`` at the runtime's exits, each time
-with a ``secret.redacted`` event (where, how many, what kind; never the value):
+One redactor, one rule, at every exit. What it finds (:class:`~arknb.state.SecretLint`):
 
-- events, before they are published (``AgentRuntime._publish``): every payload but
-  ``llm.chunk``, which :class:`ChunkGuard` handles. Widgets and exported traces are
-  built from events and state, so they are clean too;
-- history, as messages are appended (user input, model messages, tool answers, hook
-  injections): state in memory, the next model request and saved state are clean;
+- the secrets the runtime knows: ``AgentRuntime(secrets=...)`` (a sub-agent's include
+  its parent's) and every API key the model reports (``observe_secrets``: as it resolves each key, before the
+  request that uses it is sent), in plain text, JSON-escaped (``\\u0064`` for any
+  character, ``\\/``, JSON in JSON: how a model may write a key into tool-call
+  arguments) and split across adjacent strings;
+- credential shapes from sources it does not know: ``sk-...`` keys and bearer tokens
+  that look generated, ``Authorization`` headers.
+
+Each finding is replaced by ``[redacted]`` with one ``secret.redacted`` event per place
+(where, how many, what kind; never the value). The exits, each passing through one
+method here:
+
+- events, before they are published (``AgentRuntime._publish`` -> :meth:`Redactor.payload`):
+  every payload but ``llm.chunk``, which :class:`ChunkGuard` handles. Everything built
+  from events is clean with them: the durable outbox, widgets, ``ev.trace`` files,
+  OpenTelemetry spans, eval reports;
+- what a durable store records of each call (``SessionScope.redact`` ->
+  :meth:`Redactor.value`): operation inputs, results, errors and hook records;
+- history, as messages are appended (:meth:`Redactor.messages`): state in memory, the
+  next model request and saved state are clean. A tool still gets its arguments as
+  the model wrote them (the loop hands it the model's own message);
 - the :class:`AgentRunResult` a run returns (final message, error);
-- saved state, by the save-time lint (:mod:`arknb.state.secrets`), the last line.
+- saved state, by the save-time lint (:func:`lint_before_save`), the last line;
+- a model that writes files of its own (``ev.Recorder``'s cassettes) is handed the
+  runtime's lint (``redact_with``) and redacts with it;
+- a sub-agent's events, as they are re-published on this runtime's bus
+  (:func:`publish_foreign`).
 
-Credential *shapes* from sources the runtime does not know (``sk-...`` keys, bearer
-tokens, ``Authorization`` headers) are redacted from history, run results and saved
-state, not from event payloads: matching three patterns in every payload would cost
-every run several per cent. ``python -m arknb.scan_secrets`` finds them in exported
-traces before they are shared.
-
-Streamed text (``llm.chunk``): a known secret may arrive split across chunks.
+Streamed text (``llm.chunk``): a secret may arrive split across chunks.
 :class:`ChunkGuard` holds back the end of a chunk while it could be the start of a known
-secret (at most ``len(secret) - 1`` characters) and releases it with the next chunk or
-at the end of the stream. So no ``llm.chunk`` payload, and no concatenation of the
-consecutive chunks of one model call, contains a secret known when they were published.
-The cost: a chunk that ends like the start of a secret reaches listeners one chunk
-later. With no secret known a chunk costs one attribute test.
+secret (at most ``len(secret) - 1`` characters) or of a credential shape (a word
+``sk-...``, ``Bearer <token>``, ``Authorization: ...`` not ended yet, at most
+``_SHAPE_HOLD`` characters), and releases it, redacted, with the next chunk or at the end
+of the stream. So no ``llm.chunk`` payload, and no concatenation of the consecutive
+chunks of one model call, contains a secret known when they were published, nor a
+credential shape. The cost: a chunk that ends like the start of either reaches
+listeners one chunk later; any other chunk costs one short regex search.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain import AgentMessage, ArkError
-from ..events import EventTypes
+from ..events import AgentEvent, EventTypes
+from ..events.envelope import freeze_payload
 from ..state import REDACTED, AgentState, Redaction, SecretLint
 from .result import AgentRunResult
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
-__all__ = ["ChunkGuard", "Redactor", "learn_model_secrets", "lint_before_save"]
+__all__ = ["ChunkGuard", "Redactor", "learn_model_secrets", "lint_before_save", "publish_foreign"]
 
 _PREFIX_LIMIT = 256
 """Secrets up to this length are matched by their prefixes in one ``endswith`` call;
 longer ones (rare) by a search, so a huge secret does not cost quadratic memory."""
+_SHAPE_HOLD = 512
+"""At most this much of a chunk's end is held while it could still become a credential shape."""
+
+
+def _prefix_of(word: str, rest: str = "", shortest: int = 1) -> str:
+    """A regex for any prefix of ``word`` at least ``shortest`` letters long, and of
+    ``word`` followed by ``rest``."""
+    pattern = f"(?:{rest})?" if rest else ""
+    for letter in reversed(word[shortest:]):
+        pattern = f"(?:{letter}{pattern})?"
+    return word[:shortest] + pattern
+
+
+# The end of a text that may be the start of a credential shape the next chunk completes:
+# a word "sk", "sk-..."; "bea"... "bearer", or "bearer <partial token>"; "auth"...
+# "authorization", or the header with a partial value (searched in the last _SHAPE_HOLD
+# characters). Shorter starts are not held: a chunk ending in the word "a" or "s" (common)
+# would always wait for the next one, and tokenizers do not cut these words there.
+_PARTIAL_TOKEN = r"[A-Za-z0-9\-._~+/]*=*"
+_SHAPE_START = re.compile(r"(?i:\b(?:" + "|".join((
+    _prefix_of("sk", r"-[A-Za-z0-9_\-]*", 2),
+    _prefix_of("bearer", r"\s+" + _PARTIAL_TOKEN, 3),
+    _prefix_of("authorization", r"[\"'\\]*\s*[:=]?\s*[\"'\\]*(?:[A-Za-z]+\s+)?" + _PARTIAL_TOKEN, 4),
+)) + r"))\Z")
+_SHAPE_ANCHOR = re.compile(r"(?i:sk|bea|auth|api)")
+"""What every credential shape, and every start of one the guard holds, contains."""
 
 
 class Redactor:
@@ -77,29 +118,15 @@ class Redactor:
             self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
         return redacted
 
-    def secrets_known(self) -> int:
-        """How many secrets the lint knows (it only learns more): what ``known`` found clean
-        stays clean while this number stays."""
-        return len(self.lint.known_values)
-
-    def known(self, value: Any, where: str) -> Any:
-        """``value`` with the configured secrets redacted (not credential shapes, as for
-        event payloads), reported when there were any: for what a durable store records
-        of each call (free while the lint knows no secret)."""
-        redacted, hits = self.lint.redact(value, patterns=False)
-        if hits:
-            self.report(Redaction(where, len(hits), tuple(sorted(set(hits)))))
-        return redacted
+    def generation(self) -> int:
+        """Changes when the lint learns a secret (never 0: credential shapes are always
+        looked for): what :meth:`value` found clean stays clean while it stays."""
+        return len(self.lint.known_values) + 1
 
     def payload(self, event_type: str, payload: Any) -> tuple[Any, Redaction | None]:
-        """An event payload with the configured secrets redacted, and what was (``None``
-        when it was clean); the caller publishes the event first, then the report.
-
-        Credential shapes are left to history and the save-time lint: matching them in
-        every payload would cost every run several per cent, and a lint that knows no
-        secret makes this free.
-        """
-        redacted, hits = self.lint.redact(payload, patterns=False)
+        """An event payload with every finding redacted, and what was (``None`` when it
+        was clean); the caller publishes the event first, then the report."""
+        redacted, hits = self.lint.redact(payload)
         if not hits:
             return payload, None
         return redacted, Redaction(f"event {event_type}", len(hits), tuple(sorted(set(hits))))
@@ -189,8 +216,13 @@ class ChunkGuard:
 
     def feed(self, kind: str, text: str) -> str:
         secrets = self._lint.known_values
-        if not secrets:  # the common case: nothing configured, nothing to hold
-            return text
+        if not secrets:  # the common case: no secret configured, only shapes to look for
+            held = self._held
+            if held:
+                text = held.pop(kind, "") + text
+            elif _SHAPE_ANCHOR.search(text) is None:
+                return text  # most chunks: nothing held, nothing a shape starts with
+            return self._shapes(kind, text, 0)
         if secrets is not self._secrets:  # learnt a key: every proper prefix, for endswith()
             self._secrets = secrets
             short = [secret for secret in secrets if len(secret) <= _PREFIX_LIMIT]
@@ -214,14 +246,34 @@ class ChunkGuard:
             keep = max(len(prefix) for prefix in self._prefixes if text.endswith(prefix))
         if self._long:
             keep = max(keep, _held_suffix(text, self._long))
+        return self._shapes(kind, text, keep)
+
+    def _shapes(self, kind: str, text: str, keep: int) -> str:
+        """``text`` less its last ``keep`` characters, or more if its end may be the start
+        of a credential shape (held for ``kind``), with the shapes it completes redacted."""
+        # Every shape and every start of one held holds one of these: most chunks none.
+        shaped = _SHAPE_ANCHOR.search(text) is not None
+        if shaped:
+            match = _SHAPE_START.search(text, max(0, len(text) - _SHAPE_HOLD))
+            if match is not None:
+                keep = max(keep, len(text) - match.start())
         if keep:
-            held[kind] = text[-keep:]
-            return text[:-keep]
-        return text
+            self._held[kind] = text[-keep:]
+            text = text[:-keep]
+        return self._redact_shapes(text) if shaped else text
+
+    def _redact_shapes(self, text: str) -> str:
+        if len(text) < 19:
+            return text
+        redacted, hits = self._lint.redact_text(text)
+        if hits:
+            self._redactor.report(Redaction("event llm.chunk", len(hits), tuple(sorted(set(hits)))))
+        return redacted
 
     def flush(self, kind: str) -> str:
-        """The text still held for ``kind`` (never a whole secret)."""
-        return self._held.pop(kind, "")
+        """The text still held for ``kind`` (never a whole known secret; a credential
+        shape it completes is redacted)."""
+        return self._redact_shapes(self._held.pop(kind, ""))
 
 
 def _held_suffix(text: str, secrets: tuple[str, ...]) -> int:
@@ -238,6 +290,20 @@ def _held_suffix(text: str, secrets: tuple[str, ...]) -> int:
                 break
             position = text.find(first, position + 1)
     return longest
+
+
+def publish_foreign(rt: AgentRuntime, event: AgentEvent) -> None:
+    """Publish another runtime's event (a sub-agent's) on ``rt``'s bus, its payload through
+    ``rt``'s redactor first: the child redacted it with what it knew, the parent may know
+    more (a key it learnt after the child was built)."""
+    redactor = rt._redactor
+    payload, redaction = redactor.payload(f"{event.type} (sub-agent)", event.payload)
+    if redaction is not None:
+        event = AgentEvent(event.event_id, event.type, event.session_id, event.run_id, event.sequence,
+                           event.timestamp, freeze_payload(payload), event.parent_run_id, event.parent_call_id)
+    rt.bus.publish(event)
+    if redaction is not None:
+        redactor.report(redaction)
 
 
 async def learn_model_secrets(rt: AgentRuntime) -> None:

@@ -245,8 +245,9 @@ class ExtensionScope:
         """Publish another runtime's event (a sub-agent's) on this runtime's bus, nested under
         ``parent_call_id`` of run ``parent_run_id`` (an event that already has a parent,
         a grandchild's, keeps it). Listeners see it as that runtime's event: its session,
-        run and sequence are unchanged."""
-        self.bus.publish(event.with_parent(parent_run_id, parent_call_id))
+        run and sequence are unchanged; its payload passes this runtime's redactor, as every
+        event this runtime publishes does."""
+        self._ports.republish(event.with_parent(parent_run_id, parent_call_id))
 
     async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:
         """Ask the runtime's model on the extension's own behalf (a summary, a classification).
@@ -325,6 +326,7 @@ class _ScopePorts:
     controller: Callable[[], Any]
     call_model: Callable[[Any, str], Awaitable[Any]]
     took_over: Callable[[], bool]
+    republish: Callable[[AgentEvent], None]
 
 
 @dataclass(frozen=True, slots=True)

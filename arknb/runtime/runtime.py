@@ -206,6 +206,11 @@ class AgentRuntime(RunControl):
         # the key is known before any result of the request can be published or saved.
         # (Held weakly by the model; closing the runtime may call this to stop at once.)
         self._unobserve_secrets = observe_secrets(self._redactor.learn) if callable(observe_secrets) else None
+        # A model that writes files of its own (ev.Recorder's cassettes) redacts them with
+        # this runtime's lint: the same secrets, escapes and shapes as every other exit.
+        redact_with = getattr(model, "redact_with", None)
+        if callable(redact_with):
+            redact_with(self.secret_lint)
         self._state = state if state is not None else AgentState(session_id=self.session_id)
         # A restored session continues well past its last saved sequence number: the old
         # process may have published events after that save (e.g. approval.required).
@@ -396,13 +401,15 @@ class AgentRuntime(RunControl):
     def _publish(self, event_type: str, payload: dict, run_id: str | None = None) -> None:
         """Publish unconditionally (for callers that already checked for listeners).
 
-        The known secrets are redacted from every payload first (``_redaction``); the
-        text of ``llm.chunk`` was redacted by the model phase's chunk guard, since a
-        secret may be split across chunks. Then the payload is frozen, once, so no
-        listener can change it for the others (a payload built frozen costs nothing here).
+        Every secret and credential shape is redacted from the payload first
+        (``_redaction``): every listener, the durable outbox, widgets and exports get the
+        redacted payload. The text of ``llm.chunk`` was redacted by the model phase's
+        chunk guard, since a secret may be split across chunks. Then the payload is
+        frozen, once, so no listener can change it for the others (a payload built
+        frozen costs nothing here).
         """
         redaction = None
-        if self.secret_lint.known_values and event_type != EventTypes.LLM_CHUNK:
+        if event_type != EventTypes.LLM_CHUNK:
             payload, redaction = self._redactor.payload(event_type, payload)
         self._seq += 1
         ctx = self._active

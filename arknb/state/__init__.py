@@ -23,13 +23,13 @@ from .file_storage import FileStateStorage
 from .storage import MemoryStateStorage, StateStorage, state_conflict, storage_location, validate_session_id
 
 # security
-from .secrets import REDACTED, Redaction, SecretLint, redact_value
+from .secrets import ENV_SUFFIXES, REDACTED, Redaction, SecretLint, environment_secrets, redact_value
 
 __all__ = [
-    "CONTEXT_SLICE", "ContextSummary", "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "REDACTED", "RESOLVED_APPROVALS_KEPT",
+    "CONTEXT_SLICE", "ContextSummary", "ENV_SUFFIXES", "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "REDACTED", "RESOLVED_APPROVALS_KEPT",
     "SCHEMA_VERSION", "SKILLS_SLICE", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall",
     "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch", "PendingApprovalItem", "PendingPlanReview",
     "Plan", "PlanItem", "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus",
-    "active_skills_of", "context_summaries_of", "migrate", "plan_of", "redact_value", "state_conflict",
+    "active_skills_of", "context_summaries_of", "environment_secrets", "migrate", "plan_of", "redact_value", "state_conflict",
     "storage_location", "validate_session_id",
 ]

@@ -18,19 +18,25 @@ import json
 import re
 from dataclasses import dataclass
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import BaseModel
 
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 
 from ._encoding import APPEND_ONLY_FIELDS, header_json
+from ._secret_forms import (
+    joined_strings, loosely_unescaped, looks_random, redact_split, replace_spans, unescaped, without_separators,
+)
 from .agent_state import AgentState
 
-__all__ = ["REDACTED", "Redaction", "SecretLint", "redact_value"]
+__all__ = ["ENV_SUFFIXES", "REDACTED", "Redaction", "SecretLint", "environment_secrets", "redact_value"]
 
 REDACTED = "[redacted]"
 """What a secret is replaced by, everywhere."""
+
+ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
+"""Environment variables whose values count as secrets (the keys on this machine)."""
 
 _MIN_SECRET_LENGTH = 8
 _MAX_DEPTH = 64
@@ -49,6 +55,12 @@ _PATTERNS = re.compile(
     r"|(?P<bearer>\b(?i:bearer)\s+)(?P<bearer_v>" + _TOKEN + ")"
     r"|(?P<sk_key>)(?P<sk_key_v>\bsk-[A-Za-z0-9_\-]{16,})"
 )
+def _hides_letters(text: str) -> bool:
+    """True if ``text`` has an escape that can stand for a letter (``\\u0064``, ``\\x64``):
+    only those can hide a pattern's anchor word (``\\"`` and ``\\/`` cannot)."""
+    return "\\u" in text or "\\x" in text
+
+
 def _has_anchor(text: str) -> bool:
     """True if ``text`` holds a word every pattern match (and every credential-named
     mapping key) contains. ``str.lower`` and ``in`` are several times faster than a
@@ -103,7 +115,7 @@ class SecretLint:
         ('the key is [redacted]', ['configured secret #1'])
     """
 
-    __slots__ = ("_known", "known_values", "_replace_order", "_forms")
+    __slots__ = ("_known", "known_values", "_replace_order", "_forms", "_halves", "__weakref__")
 
     def __init__(self, known: Iterable[str] = ()) -> None:
         # Each secret is kept with the escaped forms it takes inside JSON text (a saved
@@ -114,6 +126,7 @@ class SecretLint:
         """The configured secrets in plain form (for the streaming guard); never shown."""
         self._replace_order: tuple[tuple[int, str], ...] = ()
         self._forms: tuple[str, ...] = ()
+        self._halves: tuple[str, ...] = ()
         for secret in known:
             self.add(secret)
 
@@ -132,23 +145,28 @@ class SecretLint:
         forms = [(number, form) for number, entry in enumerate(self._known, start=1) for form in entry]
         self._replace_order = tuple(sorted(forms, key=lambda item: -len(item[1])))
         self._forms = tuple(form for _, form in forms)
+        self._halves = self._halves + (value[:len(value) // 2], value[(len(value) + 1) // 2:])
         return True
 
     def scan(self, text: str) -> list[str]:
-        """Descriptions of the credentials in ``text``, each kind once, in a stable order.
+        """Descriptions of the credentials in ``text``, each kind once, in a stable order:
+        also a configured secret written with escapes (``\\u0064``, ``\\/``, JSON in JSON).
 
         The descriptions never contain the secret itself.
         """
         findings = [f"configured secret #{number}"
                     for number, forms in enumerate(self._known, start=1)
                     if any(form in text for form in forms)]
+        if self._known:
+            escaped, split = self._maybe_hidden(text, patterns=False)
+            if escaped or split:
+                findings.extend(self._hidden_spans(text, patterns=False, escaped=escaped, split=split)[1])
         # The regex costs ~100 µs per few hundred characters; almost no text contains any of
         # its anchor words, so look for those first (every save is linted).
-        if not _has_anchor(text):
-            return findings
-        seen = {match.lastgroup.removesuffix("_v") for match in _PATTERNS.finditer(text) if match.lastgroup}
-        findings.extend(_DESCRIPTIONS[kind] for kind in _DESCRIPTIONS if kind in seen)
-        return findings
+        if _has_anchor(text):
+            seen = {kind.removesuffix("_v") for kind, _, _ in _matches(text)}
+            findings.extend(_DESCRIPTIONS[kind] for kind in _DESCRIPTIONS if kind in seen)
+        return list(dict.fromkeys(findings))
 
     def redact_text(self, text: str, *, patterns: bool = True) -> tuple[str, list[str]]:
         """``text`` with every finding replaced by ``[redacted]``, and one description per
@@ -161,6 +179,15 @@ class SecretLint:
             if form in text:
                 hits.extend([f"configured secret #{number}"] * text.count(form))
                 text = text.replace(form, REDACTED)
+        escaped, split = self._maybe_hidden(text, patterns=patterns)
+        if escaped or split:
+            # A secret with escaped characters (a model may escape any of them in JSON),
+            # or cut across adjacent strings: found in the decoded or joined text,
+            # replaced whole in this one.
+            spans, found = self._hidden_spans(text, patterns=patterns, escaped=escaped, split=split)
+            if spans:
+                text = replace_spans(text, spans, REDACTED)
+                hits.extend(found)
         if patterns and len(text) >= 19 and _has_anchor(text):
             for _ in range(_MAX_PASSES):
                 text, found = _redact_patterns(text)
@@ -168,6 +195,62 @@ class SecretLint:
                     break
                 hits.extend(found)
         return text, hits
+
+    def _maybe_hidden(self, text: str, *, patterns: bool) -> tuple[bool, bool]:
+        """``(escaped, split)``: whether an escape in ``text`` may hide a finding, and
+        whether a configured secret may run across adjacent strings in it (quick checks:
+        only the few texts that may hold one are decoded or joined exactly)."""
+        escaped = False
+        if "\\" in text and (self._known or (patterns and _hides_letters(text))):
+            loose = loosely_unescaped(text)
+            if loose != text:
+                escaped = (any(value in loose for value in self.known_values)
+                           or (patterns and _has_anchor(loose)))
+        split = ('"' in text or "'" in text) and any(half in text for half in self._halves)
+        if split:  # the value reads whole once the separators between strings are gone
+            joined = without_separators(text)
+            split = any(value in joined for value in self.known_values)
+        return escaped, split
+
+    def _hidden_spans(self, text: str, *, patterns: bool, escaped: bool = True,
+                      split: bool = True) -> tuple[list[tuple[int, int]], list[str]]:
+        """Where in ``text`` a finding lies that the plain pass cannot see: written with
+        escapes (found in the decoded text), or a configured secret cut across adjacent
+        strings (``["first half", "second half"]``, at any JSON depth). Returns ``[start,
+        end)`` spans covering whole escapes and separators, and what each is."""
+        spans: list[tuple[int, int]] = []
+        hits: list[str] = []
+        decoded = unescaped(text) if escaped else None
+        if decoded is not None:
+            plain, original = decoded
+            for number, value in enumerate(self.known_values, start=1):
+                for start in _find_all(plain, value):
+                    span = original(start, start + len(value))
+                    if "\\" in text[span[0]:span[1]]:  # else the plain pass saw it
+                        spans.append(span)
+                        hits.append(f"configured secret #{number}")
+            if patterns and _has_anchor(plain):
+                for kind, start, end in _matches(plain):
+                    span = original(start, end)
+                    if "\\" in text[span[0]:span[1]]:
+                        spans.append(span)
+                        hits.append(_DESCRIPTIONS[kind.removesuffix("_v")])
+        view = joined_strings(text) if split else None
+        if view is not None:
+            joined, join_starts, join_ends = view
+            for value in self.known_values:
+                for start in _find_all(joined, value):
+                    low, high = join_starts[start], join_ends[start + len(value) - 1]
+                    if high - low > len(value):  # longer in the text: it runs across a separator
+                        spans.append((low, high))
+                        hits.append("configured secret split across strings")
+        return spans, hits
+
+    def redact_split(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """Adjacent strings (items of one list, text parts of one message) with every
+        configured secret that runs across them cut out; one description per secret."""
+        out, count = redact_split(texts, self.known_values, REDACTED)
+        return out, ["configured secret split across strings"] * count
 
     def redact_known_text(self, text: str) -> tuple[str, list[str]]:
         """:meth:`redact_text` for the configured secrets only."""
@@ -183,7 +266,8 @@ class SecretLint:
         """
         if not self.may_hold_secret(value, patterns=patterns):
             return value, []
-        return redact_value(value, self.redact_text if patterns else self.redact_known_text)
+        return redact_value(value, self.redact_text if patterns else self.redact_known_text,
+                            self.redact_split if self._known else None)
 
     def may_hold_secret(self, value: Any, *, patterns: bool = True) -> bool:
         """False when ``value`` certainly holds no finding (a quick check on one text)."""
@@ -203,7 +287,20 @@ class SecretLint:
             for form in forms:
                 if form in text:
                     return True
-        return patterns and len(text) >= 10 and _has_anchor(text)
+            if "\\" in text:  # an escaped secret: a quick decoding may show it
+                loose = loosely_unescaped(text)
+                if any(value in loose for value in self.known_values):
+                    return True
+            # A secret split across two strings leaves its first or its second half whole;
+            # one cut across more items of a list reads whole without the separators.
+            if any(half in text for half in self._halves):
+                return True
+            if "," in text:
+                joined = without_separators(text)
+                if any(value in joined for value in self.known_values):
+                    return True
+        return patterns and len(text) >= 10 and (_has_anchor(text) or (_hides_letters(text) and _has_anchor(
+            loosely_unescaped(text))))
 
     def redact_state(self, state: AgentState, *, history_from: int = 0) -> tuple[AgentState, list[Redaction]]:
         """The state with every finding redacted, and where each was.
@@ -289,9 +386,23 @@ class SecretLint:
         return f"SecretLint(known={len(self._known)})"
 
 
-def redact_value(value: Any, redact_text: Callable[[str], tuple[str, list[str]]]) -> tuple[Any, list[str]]:
+def environment_secrets(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """``(name, value)`` of the variables of ``env`` (default ``os.environ``) whose names
+    end in ``_API_KEY``, ``_TOKEN`` or ``_SECRET``, values of 8 characters or more."""
+    import os
+
+    env = os.environ if env is None else env
+    return [(name, value) for name, value in sorted(env.items())
+            if name.upper().endswith(ENV_SUFFIXES) and isinstance(value, str) and len(value) >= _MIN_SECRET_LENGTH]
+
+
+def redact_value(value: Any, redact_text: Callable[[str], tuple[str, list[str]]],
+                 redact_split: Callable[[list[str]], tuple[list[str], list[str]]] | None = None,
+                 ) -> tuple[Any, list[str]]:
     """``value`` with ``redact_text`` applied to every string in it (keys included), and
-    one description per replacement.
+    one description per replacement; with ``redact_split``, also to each run of adjacent
+    strings of a list or tuple (strings, or text parts such as ``ContentPart``), where a
+    secret may be split across items.
 
     Walks strings, mappings, lists, tuples and pydantic models (rebuilt with
     ``model_copy``, so frozen values stay frozen and are not re-validated). Anything
@@ -300,10 +411,11 @@ def redact_value(value: Any, redact_text: Callable[[str], tuple[str, list[str]]]
     ``X-Authorization``, ``x-api-key``) whose value is token-shaped is redacted whole.
     """
     hits: list[str] = []
-    return _walk(value, redact_text, hits, 0), hits
+    return _walk(value, redact_text, hits, 0, redact_split), hits
 
 
-def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits: list[str], depth: int) -> Any:
+def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits: list[str], depth: int,
+          split: Callable[[list[str]], tuple[list[str], list[str]]] | None = None) -> Any:
     kind = type(value)
     if kind is str or isinstance(value, str):
         if len(value) < _MIN_SECRET_LENGTH:
@@ -329,11 +441,13 @@ def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits:
                 if type(item) is str and _HEADER_KEY.search(key) and _HEADER_VALUE.match(item):
                     hits.append("Authorization header")
                     item = REDACTED
-                key = _walk(key, redact_text, hits, depth)
-            out[key] = _walk(item, redact_text, hits, depth)
+                key = _walk(key, redact_text, hits, depth, split)
+            out[key] = _walk(item, redact_text, hits, depth, split)
         return out if len(hits) > before else value
     if kind is list or kind is tuple or isinstance(value, (list, tuple)):
-        items = [_walk(item, redact_text, hits, depth) for item in value]
+        items = [_walk(item, redact_text, hits, depth, split) for item in value]
+        if split is not None and len(items) > 1:
+            items = _split_runs(items, split, hits)
         if len(hits) == before:
             return value
         return tuple(items) if isinstance(value, tuple) else items
@@ -342,11 +456,78 @@ def _walk(value: Any, redact_text: Callable[[str], tuple[str, list[str]]], hits:
         for name in type(value).model_fields:
             item = getattr(value, name)
             count = len(hits)
-            redacted = _walk(item, redact_text, hits, depth)
+            redacted = _walk(item, redact_text, hits, depth, split)
             if len(hits) > count:
                 changes[name] = redacted
         return value.model_copy(update=changes) if changes else value
     return value
+
+
+def _find_all(text: str, value: str) -> Iterator[int]:
+    start = text.find(value)
+    while start != -1:
+        yield start
+        start = text.find(value, start + len(value))
+
+
+def _text_of(item: Any) -> str | None:
+    if type(item) is str:
+        return item
+    if isinstance(item, BaseModel) and "text" in type(item).model_fields:
+        text = getattr(item, "text", None)
+        return text if type(text) is str else None
+    if type(item) is dict:
+        text = item.get("text")
+        return text if type(text) is str else None
+    return None
+
+
+def _with_text(item: Any, text: str) -> Any:
+    if type(item) is str:
+        return text
+    if isinstance(item, BaseModel):
+        return item.model_copy(update={"text": text})
+    return {**item, "text": text}
+
+
+def _split_runs(items: list[Any], split: Callable[[list[str]], tuple[list[str], list[str]]],
+                hits: list[str]) -> list[Any]:
+    """``items`` with each run of adjacent texts passed through ``split`` together."""
+    texts = [_text_of(item) for item in items]
+    index, size = 0, len(items)
+    while index < size:
+        if texts[index] is None:
+            index += 1
+            continue
+        end = index
+        while end < size and texts[end] is not None:
+            end += 1
+        if end - index > 1:
+            run = texts[index:end]
+            new, found = split(run)  # type: ignore[arg-type]
+            if found:
+                hits.extend(found)
+                for offset, text in enumerate(new):
+                    if text != run[offset]:
+                        items[index + offset] = _with_text(items[index + offset], text)
+        index = end
+    return items
+
+
+def _matches(text: str) -> Iterator[tuple[str, int, int]]:
+    """The credential pattern matches in ``text``: (group name, start, end) of each value.
+    An ``sk-`` key or a bearer token counts only if it looks generated (``looks_random``):
+    ``sk-learn-style-estimators-everywhere`` is prose."""
+    for match in _PATTERNS.finditer(text):
+        kind = match.lastgroup
+        if not kind:
+            continue
+        start, end = match.span(kind)
+        if kind == "sk_key_v" and not looks_random(text[start + 3:end]):
+            continue
+        if kind == "bearer_v" and not looks_random(text[start:end]):
+            continue
+        yield kind, start, end
 
 
 def _redact_patterns(text: str) -> tuple[str, list[str]]:
@@ -355,11 +536,7 @@ def _redact_patterns(text: str) -> tuple[str, list[str]]:
     pieces: list[str] = []
     hits: list[str] = []
     last = 0
-    for match in _PATTERNS.finditer(text):
-        kind = match.lastgroup
-        if not kind:
-            continue
-        start, end = match.span(kind)
+    for kind, start, end in _matches(text):
         pieces.append(text[last:start])
         pieces.append(REDACTED)
         last = end

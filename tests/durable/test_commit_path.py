@@ -9,7 +9,7 @@ import pytest
 import arknb as ark
 from arknb.durable import OperationPhase
 
-KEY = "sk-learnt-mid-call-0123456789abcdef"
+KEY = "learnt-mid-call-0123456789abcdef"  # not credential-shaped: only learning it redacts it
 
 
 async def test_a_value_committed_before_a_secret_was_learnt_is_redacted_in_the_operations_next_commit(tmp_path):

@@ -424,3 +424,23 @@ async def test_a_tool_result_the_lint_could_only_see_in_json_does_not_stop_later
     assert all(r.persisted and r.error is None for r in results)
     assert log.persisted() and all(p["ok"] for p in log.persisted())
     assert (await ark.FileStateStorage(tmp_path).load("s")).history == again.state.history
+
+
+SHAPED = "sk-proj-Q7xL2mN9pR4tV8wZ1bC5dF3gH6jK0"
+
+
+@pytest.mark.parametrize("cuts", [(2, 9, 20), (3, 4, 30), (5, 6, 7), (8, 16, 24)])
+async def test_a_credential_shape_streamed_in_pieces_never_leaves_in_llm_chunk(cuts):
+    """No secret is configured: the shape alone is found, also cut across chunks."""
+    a, b, c = cuts
+    pieces = ["Use ", SHAPED[:a], SHAPED[a:b], SHAPED[b:c], SHAPED[c:], " or Bearer ", "eyJhbGciOiJI", "UzI1NiJ9.x.y",
+              " now, a", " word."]
+    runtime = ark.AgentRuntime(ark.ScriptedModel([ScriptedTurn(text=pieces)]))
+    log = EventLog(runtime)
+    result = await runtime.run("go")
+    chunks = [e.payload["text"] for e in log.of(EventTypes.LLM_CHUNK)]
+    assert "".join(chunks) == f"Use {REDACTED} or Bearer {REDACTED} now, a word." == result.text
+    assert all("Q7xL" not in c and "eyJh" not in c for c in chunks)
+    assert chunks[-2].endswith(" now, a") and chunks[-1] == " word."  # a chunk ending in "a" is not held back
+    kinds = {k for r in _reports(log) if r["where"] == "event llm.chunk" for k in r["kinds"]}
+    assert kinds == {"sk- API key pattern", "bearer token pattern"}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import SecretStr
 
-from arknb.domain import AgentMessage, ArkError, ToolCall
+from arknb.domain import AgentMessage, ArkError, ContentPart, ToolCall
 from arknb.state import AgentState, SecretLint
 
 from .conftest import make_full_state
@@ -236,3 +238,98 @@ def test_a_header_entry_whose_value_starts_like_a_token_is_redacted_whole(entry)
     assert list(redacted.metadata["headers"].values()) == [REDACTED]
     assert [r.where for r in redactions] == ["metadata"]
     lint.check(redacted)
+
+
+# -- issue 26: escaped, split and shaped forms --------------------------------------------
+
+KNOWN = "known-key/0123456789-ABCdef"
+
+
+def _escape_at(value: str, index: int) -> str:
+    return value[:index] + "\\u%04x" % ord(value[index]) + value[index + 1:]
+
+
+@pytest.mark.parametrize("index", range(len(KNOWN)))
+def test_a_known_secret_with_any_one_character_json_escaped_is_redacted(index):
+    text = '{"token": "%s", "other": 1}' % _escape_at(KNOWN, index)
+    redacted, hits = SecretLint([KNOWN]).redact_text(text)
+    assert redacted == '{"token": "[redacted]", "other": 1}' and hits == ["configured secret #1"]
+
+
+@pytest.mark.parametrize("text", [
+    '"%s"' % KNOWN.replace("/", "\\/"),                                   # JSON's optional \/
+    json.dumps(json.dumps({"t": _escape_at(KNOWN, 3)})),                   # JSON in JSON: \\u0077
+    '"%s"' % "".join("\\u%04x" % ord(c) for c in KNOWN),                  # every character escaped
+    "'%s'" % KNOWN.replace("k", "\\x6b"),                                 # a Python repr's \x escapes
+])
+def test_escaped_forms_at_any_depth_are_found_and_redacted(text):
+    lint = SecretLint([KNOWN])
+    assert lint.scan(text) == ["configured secret #1"]
+    redacted, hits = lint.redact_text(text)
+    assert hits and "[redacted]" in redacted and "\\u" not in redacted.replace("\\\\u", "")
+
+
+def test_an_escaped_astral_character_written_as_a_surrogate_pair_is_decoded():
+    key = "emoji-\U0001F511-key-0123456789"
+    text = json.dumps({"k": key})  # ensure_ascii: the key is written \ud83d\udd11
+    assert key not in text
+    assert SecretLint([key]).redact_text(text) == ('{"k": "[redacted]"}', ["configured secret #1"])
+
+
+def test_redacting_an_escaped_secret_keeps_the_json_valid():
+    call = ToolCall(id="c", name="t", arguments_json='{"a": "x %s y", "b": "%s"}' % (
+        _escape_at(KNOWN, 0), _escape_at(KNOWN, len(KNOWN) - 1)))
+    redacted, hits = SecretLint([KNOWN]).redact(call)
+    assert len(hits) == 2 and redacted.arguments == {"a": "x [redacted] y", "b": "[redacted]"}
+
+
+def test_a_secret_split_across_list_items_and_text_parts_is_cut_out_of_each():
+    lint = SecretLint([KNOWN])
+    assert lint.redact(["a " + KNOWN[:7], KNOWN[7:15], KNOWN[15:] + " b"]) == (
+        ["a [redacted]", "", " b"], ["configured secret split across strings"])
+    message = AgentMessage.model_construct(role=AgentMessage.user("x").role, contents=(
+        ContentPart.from_text("see " + KNOWN[:10]), ContentPart.from_text(KNOWN[10:])), tool_calls=(),
+        tool_call_id=None, reasoning=(), is_error=False)
+    redacted, hits = lint.redact(message)
+    assert [p.text for p in redacted.contents] == ["see [redacted]", ""] and hits
+
+
+def test_a_secret_split_across_adjacent_json_strings_in_one_text_is_redacted():
+    text = json.dumps({"parts": ["first " + KNOWN[:9], KNOWN[9:] + " last"]})
+    redacted, hits = SecretLint([KNOWN]).redact_text(text)
+    assert json.loads(redacted) == {"parts": ["first [redacted] last"]} and hits
+    assert SecretLint([KNOWN]).scan(text) == ["configured secret split across strings"]
+
+
+def test_strings_that_only_share_a_part_of_a_secret_are_left_alone():
+    value = ["known-key/0123", "unrelated"]
+    assert SecretLint([KNOWN]).redact(value) == (value, [])
+
+
+@pytest.mark.parametrize("key", [
+    "sk-proj-Q7xL2mN9pR4tV8wZ1bC5dF3gH6jK0",         # OpenAI project key
+    "sk-0123456789abcdef0123456789abcdef",          # DeepSeek: hex
+    "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx",        # Anthropic
+    "sk-live_ABCDEFGHIJKLMNOPQRST",
+])
+def test_generated_looking_sk_keys_are_credentials(key):
+    assert SecretLint().redact_text(f"key={key} end") == ("key=[redacted] end", ["sk- API key pattern"])
+
+
+@pytest.mark.parametrize("text", [
+    "use sk-learn-style-estimators-everywhere",
+    "the sk-classic-tutorial-notebook-series",
+    "a bearer authentication-for-everyone-everywhere",
+])
+def test_prose_that_starts_like_a_credential_is_not_one(text):
+    assert SecretLint().scan(text) == [] and SecretLint().redact_text(text) == (text, [])
+
+
+def test_a_shape_written_with_escapes_is_redacted():
+    text = '{"v": "s\\u006b-proj-Q7xL2mN9pR4tV8wZ1bC5"}'
+    assert SecretLint().redact_text(text) == ('{"v": "[redacted]"}', ["sk- API key pattern"])
+
+
+def test_capitalised_words_after_sk_are_prose_but_random_case_is_not():
+    assert SecretLint().scan("see sk-Learn-Style-Guide-Everywhere") == []
+    assert SecretLint().scan("key sk-AbCdEfGhIjKlMnOpQrSt") == ["sk- API key pattern"]
