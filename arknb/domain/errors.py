@@ -65,6 +65,10 @@ context_budget_exceeded             runtime      a request cannot fit max_tokens
 context_summary_failed              runtime      the context summarizer failed or gave no text
 subagent_not_found                  tool         delegate_task named an agent that does not exist
 runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
+unsupported_content                 config       a part the model's profile cannot carry (refused before any request)
+document_unreadable                 config       ContentPart.from_document_text could not read or extract a file
+pdf_unavailable                     config       reading a PDF needs the optional extra arknb[pdf]
+attachment_too_large                config       a file given to the chat is over its size cap (names both)
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -166,6 +170,11 @@ class ErrorCode(StrEnum):
     CONTEXT_SUMMARY_FAILED = "context_summary_failed"
     SUBAGENT_NOT_FOUND = "subagent_not_found"
     RUNTIME_CLOSED = "runtime_closed"
+    # media (DESIGN §17)
+    UNSUPPORTED_CONTENT = "unsupported_content"
+    DOCUMENT_UNREADABLE = "document_unreadable"
+    PDF_UNAVAILABLE = "pdf_unavailable"
+    ATTACHMENT_TOO_LARGE = "attachment_too_large"
 
 
 class ErrorInfo(BaseModel):
