@@ -45,20 +45,22 @@ bundle: js/node_modules/.package-lock.json
 bundle-check: js/node_modules/.package-lock.json
 	bash js/check_bundle.sh
 
-## test: the whole suite (secret scan of notebooks/, unit, provider HTTP, widgets, notebooks under nbval, real-browser)
+## test: the whole suite (secret scan of notebooks/, unit, provider HTTP, widgets, notebooks under nbval, real-browser,
+## and arknb against a real llama.cpp server: built once by tests/real/build_llama_server.sh, which .ci/run calls)
 # Browser suites use Playwright's sync API, which owns an event loop for the whole
 # process; they run in their own pytest processes so the asyncio tests never share it.
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
 test: $(STAMP) bundle-check
 	$(PY) -m arknb.scan_secrets notebooks
-	$(PYTEST) --ignore=tests/browser --ignore=tests/js tests
+	$(PYTEST) --ignore=tests/browser --ignore=tests/js --ignore=tests/real tests
+	$(PYTEST) tests/real
 	$(PYTEST) --nbval notebooks
 	$(PYTEST) tests/js
 	$(PYTEST) tests/browser
 
 test-fast: $(STAMP)
-	$(PYTEST) -x --ignore=tests/browser --ignore=tests/js tests
+	$(PYTEST) -x --ignore=tests/browser --ignore=tests/js --ignore=tests/real tests
 
 bench: $(STAMP)
 	bash benchmarks/setup_peers.sh
