@@ -97,9 +97,12 @@ class ContentPart(BaseModel):
         from .documents import document_text
 
         path = Path(path)
-        label = name or path.name
-        text = document_text(path)
-        return cls(kind=ContentKind.TEXT, text=f'\n<document name="{label}">\n{text}\n</document>\n', name=label)
+        return cls.text_document(name or path.name, document_text(path))
+
+    @classmethod
+    def text_document(cls, name: str, text: str) -> ContentPart:
+        """A document's text you already have, as ``from_document_text`` sends it."""
+        return cls(kind=ContentKind.TEXT, text=f'\n<document name="{name}">\n{text}\n</document>\n', name=name)
 
     @property
     def is_document_text(self) -> bool:
