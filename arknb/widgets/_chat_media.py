@@ -115,7 +115,7 @@ def _chip(part: Mapping[str, Any]) -> str:
         detail = " · ".join(x for x in (str(part.get("mime_type") or ""),
                                          size_text(part["bytes"]) if part.get("bytes") is not None else "") if x)
     return (f'<span class="arknb-s-chip" style="display:inline-block;border:1px solid #d0d7de;border-radius:10px;'
-            f'padding:0 8px;margin:2px 4px 2px 0">&#128196; <b>{esc(part.get("name") or "document")}</b>'
+            f'padding:0 8px;margin:2px 4px 2px 0"><b>{esc(part.get("name") or "document")}</b>'
             f'{f" <span class=arknb-s-muted>({esc(detail)})</span>" if detail else ""}</span>')
 
 
@@ -134,7 +134,7 @@ def parts_html(parts: Iterable[Mapping[str, Any]], *, embed_limit: int | None) -
                                "chat and in to_html()]</span>")
                     continue
                 out.append(f'<img class="arknb-s-thumb" src="{esc(shown["src"])}" alt="{esc(part.get("name") or "image")}"'
-                           ' style="max-width:160px;max-height:160px;border-radius:4px;margin:2px 4px 2px 0;'
+                           ' style="height:96px;width:auto;max-width:160px;object-fit:contain;border-radius:4px;margin:2px 4px 2px 0;'
                            'vertical-align:top">')
             else:
                 why = part.get("blocked") or "not an inline image"

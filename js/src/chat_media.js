@@ -22,7 +22,7 @@ function chip(part) {
   const detail = part.as_text ? `text, ${Number(part.chars || 0).toLocaleString("en-US")} characters`
     : [part.mime_type, part.bytes != null ? sizeText(part.bytes) : ""].filter(Boolean).join(" · ");
   return h("span", { class: "arknb-chip", testid: "arknb-doc-chip", title: detail || null },
-    "📄 ", h("b", {}, part.name || "document"), detail ? h("span", { class: "arknb-muted" }, ` (${detail})`) : null);
+    h("b", {}, part.name || "document"), detail ? h("span", { class: "arknb-muted" }, ` (${detail})`) : null);
 }
 
 function thumbnail(part) {
@@ -30,7 +30,7 @@ function thumbnail(part) {
   if (!SAFE_IMAGE_SRC.test(src)) {
     const why = part.blocked || "not an inline raster image";
     return h("span", { class: "arknb-chip arknb-chip-blocked", testid: "arknb-image-blocked", title: why },
-      "🖼 ", part.name ? h("b", {}, part.name) : "image", h("span", { class: "arknb-muted" }, ` — ${why}`));
+      "image ", part.name ? h("b", {}, part.name) : null, h("span", { class: "arknb-muted" }, ` — ${why}`));
   }
   const img = h("img", { class: "arknb-thumb", testid: "arknb-thumb", alt: part.name || "image", src,
     title: [part.name, part.bytes != null ? sizeText(part.bytes) : ""].filter(Boolean).join(" · ") || null,
@@ -72,7 +72,7 @@ export function attachmentTray(cap, onChange) {
   const error = h("div", { class: "arknb-error arknb-attach-error", testid: "arknb-attach-error", role: "alert" });
   const picker = h("input", { type: "file", multiple: true, hidden: true, testid: "arknb-attach-input" });
   const button = h("button", { class: "arknb-btn", testid: "arknb-attach", type: "button",
-    title: "Attach images or files (or paste / drop them into the box)", "aria-label": "Attach files" }, "📎");
+    title: "Attach images or files (or paste / drop them into the box)", "aria-label": "Attach files" }, "Attach");
   const root = h("div", { class: "arknb-attach-tray" }, chips, error, picker);
 
   function render() {
@@ -82,7 +82,7 @@ export function attachmentTray(cap, onChange) {
       remove.addEventListener("click", () => { items = items.filter((_, j) => j !== i); render(); });
       const preview = it.mime_type.startsWith("image/") && SAFE_IMAGE_SRC.test(`data:${it.mime_type};base64,${it.data}`)
         ? h("img", { class: "arknb-thumb arknb-thumb-small", alt: it.name, src: `data:${it.mime_type};base64,${it.data}` })
-        : "📄 ";
+        : null;
       return h("span", { class: "arknb-chip", testid: "arknb-attachment", "data-name": it.name }, preview,
         h("b", {}, it.name), h("span", { class: "arknb-muted" }, ` (${sizeText(it.size)})`), remove);
     }));

@@ -62,7 +62,7 @@ def test_thumbnails_only_from_inline_raster_data_and_documents_as_chips(harness)
     blocked = page.get_by_test_id("arknb-image-blocked")
     assert blocked.count() == 4 and "never drawn" in blocked.nth(0).inner_text()
     chips = page.get_by_test_id("arknb-doc-chip")
-    assert chips.all_text_contents() == ["📄 report.pdf (application/pdf · 2.0 KB)", "📄 notes.md (text, 1,234 characters)"]
+    assert chips.all_text_contents() == ["report.pdf (application/pdf · 2.0 KB)", "notes.md (text, 1,234 characters)"]
     assert page.evaluate(DANGER, page.query_selector("[data-testid='arknb-chat']")) == []
     assert page.evaluate("() => document.querySelector(\"[data-testid='arknb-chat']\").querySelectorAll('svg, script').length") == 0
     assert page.evaluate("() => window.__xss") is None and harness.foreign_requests == []
