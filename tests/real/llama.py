@@ -71,8 +71,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-# Waits for its stdin to close (the test session's end, or its death: the pipe's other end
-# belongs to that process only), then stops the server by its PID, SIGKILL after 10 s.
+# Waits for its stdin to close (the caller's stop(), or the caller's death: the pipe's other
+# end belongs to that process only), then stops the server by its PID if it still runs,
+# SIGKILL after 10 s. (After stop() the server is already gone and reaped.)
 _WATCHDOG = """
 import os, signal, sys, time
 pid = int(sys.argv[1])
@@ -120,9 +121,14 @@ def start_llama_server(binary: Path, model: Path, folder: Path, *extra: str):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
     def stop() -> None:
-        watchdog.stdin.close()  # the watchdog stops the server by its PID
+        process.terminate()  # by its PID (Popen.terminate: SIGTERM to this process only)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        watchdog.stdin.close()  # the server is gone (and reaped): the watchdog finds nothing to stop
         watchdog.wait(timeout=30)
-        process.wait(timeout=30)
 
     root_url = f"http://127.0.0.1:{port}"
     failure = _wait_healthy(process, root_url, log)

@@ -145,7 +145,7 @@ async def test_two_runtimes_stream_from_one_server_at_once(make_client, llama_se
     stamps: dict[str, list[float]] = {"a": [], "b": []}
     runtimes = {}
     for name in stamps:
-        runtimes[name] = ark.AgentRuntime(make_client(), config=config(40))
+        runtimes[name] = ark.AgentRuntime(make_client(), config=config(24))
         runtimes[name].bus.subscribe("llm.chunk", lambda _e, n=name: stamps[n].append(time.monotonic()))
     a, b = await asyncio.gather(runtimes["a"].run("Describe the sea in three sentences."),
                                 runtimes["b"].run("Describe a forest in three sentences."))
