@@ -126,3 +126,12 @@ def test_plain_text_paste_is_untouched(harness):
     }""")
     assert harness.page.evaluate("() => window.__prevented") is False
     assert harness.page.get_by_test_id("arknb-attachment").count() == 0
+
+
+def test_an_image_sent_without_words_shows_no_empty_bubble(harness):
+    harness.mount("chat", base_state(entries=[user([
+        {"kind": "image", "name": "dot.png", "mime_type": "image/png", "bytes": 70,
+         "src": f"data:image/png;base64,{PNG}"}], text="")]))
+    entry = harness.page.get_by_test_id("arknb-user")
+    assert entry.locator(".arknb-bubble").is_hidden()
+    assert entry.get_by_test_id("arknb-thumb").is_visible()
