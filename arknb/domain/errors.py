@@ -74,6 +74,10 @@ graph_route_invalid                 runtime      a route returned None or a name
 graph_node_failed                   runtime      a graph node raised or returned an update the state refuses
 graph_run_not_found                 storage      Graph.restore of a run that was never saved
 human_answer_invalid                config       answer_human got a value the human node's type refuses
+unsupported_content                 config       a part the model's profile cannot carry (refused before any request)
+document_unreadable                 config       ContentPart.from_document_text could not read or extract a file
+pdf_unavailable                     config       reading a PDF needs the optional extra arknb[pdf]
+attachment_too_large                config       a file given to the chat is over its size cap (names both)
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -186,6 +190,11 @@ class ErrorCode(StrEnum):
     GRAPH_NODE_FAILED = "graph_node_failed"
     GRAPH_RUN_NOT_FOUND = "graph_run_not_found"
     HUMAN_ANSWER_INVALID = "human_answer_invalid"
+    # media (DESIGN §17)
+    UNSUPPORTED_CONTENT = "unsupported_content"
+    DOCUMENT_UNREADABLE = "document_unreadable"
+    PDF_UNAVAILABLE = "pdf_unavailable"
+    ATTACHMENT_TOO_LARGE = "attachment_too_large"
 
 
 class ErrorInfo(BaseModel):

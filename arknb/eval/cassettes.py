@@ -352,6 +352,11 @@ class Recorder:
         share = getattr(self.client, "redact_with", None)
         if callable(share):
             share(lint)
+    def check_input(self, messages: Any) -> None:
+        """Forwarded to the client: a part it cannot take is refused before a run starts."""
+        check = getattr(self.client, "check_input", None)
+        if callable(check):
+            check(messages)
 
     def _redact(self, line: str) -> str:
         from ..state import SecretLint

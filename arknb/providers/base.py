@@ -30,6 +30,11 @@ class LLMClient(Protocol):
     offers ``redact_with(lint)``: the runtime hands it its ``SecretLint``, to redact what
     it writes with. A wrapper client (a recorder, a router) should forward them. Clients
     without them keep working.
+
+    Optional too: ``check_input(messages) -> None`` raises ``ArkError`` for a message
+    part the model cannot take (``unsupported_content``: an image for a text-only
+    model). The runtime asks before it starts a run, so a refused message never enters
+    the session's history and no request is made.
     """
 
     def stream(self, request: ModelRequest, *,

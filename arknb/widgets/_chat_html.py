@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._chat_media import static_parts
 from ._markdown_html import markdown_html
 from ._static_html import esc, static_block
 from ._transcript import Transcript
@@ -105,7 +106,8 @@ def _entry(e: dict[str, Any], limit: int) -> str:
     kind = e.get("kind")
     if kind == "user":
         return (f'<div class="arknb-s-entry arknb-s-user"><span class="arknb-s-who">You:</span> '
-                f'<div class="arknb-s-plain">{esc(clip(str(e.get("text") or ""), limit))}</div></div>')
+                f'<div class="arknb-s-plain">{esc(clip(str(e.get("text") or ""), limit))}</div>'
+                f'{static_parts(e, companion=limit > 0)}</div>')
     if kind == "assistant":
         if not e.get("text") and not e.get("reasoning"):
             return ""

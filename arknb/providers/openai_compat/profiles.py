@@ -40,11 +40,13 @@ class Capabilities:
     Attributes:
         reasoning: the service can stream reasoning (``reasoning_content`` or tags).
         images: user messages may carry image parts.
+        files: user messages may carry document parts (OpenAI ``file`` parts, inline data).
         streaming_tool_calls: tool-call arguments arrive over several deltas.
     """
 
     reasoning: bool = False
     images: bool = False
+    files: bool = False
     streaming_tool_calls: bool = True
 
 
@@ -165,7 +167,7 @@ def openai(base_url: str = "https://api.openai.com/v1", *, extensions: Iterable[
     ``reasoning_effort``, ``max_completion_tokens``, ``service_tier``, ``store``, ``metadata``."""
     return ProviderProfile(
         provider_id="openai", base_url=base_url,
-        capabilities=Capabilities(reasoning=False, images=True, streaming_tool_calls=True),
+        capabilities=Capabilities(reasoning=False, images=True, files=True, streaming_tool_calls=True),
         extensions=_COMMON | {"reasoning_effort", "service_tier", "store", "metadata", "verbosity"}
         | frozenset(extensions),
         api_key_env="OPENAI_API_KEY", max_tokens_field="max_completion_tokens")
@@ -195,15 +197,16 @@ def zhipu(base_url: str = "https://open.bigmodel.cn/api/paas/v4", *,
 
 
 def local(base_url: str = "http://localhost:11434/v1", *, provider_id: str = "local",
-          images: bool = False, think_tags: bool = True, stream_usage: bool = True,
+          images: bool = False, files: bool = False, think_tags: bool = True, stream_usage: bool = True,
           extensions: Iterable[str] = (), allow_insecure_http: bool = False) -> ProviderProfile:
     """A local server: Ollama (default URL), vLLM (``http://localhost:8000/v1``) or
     llama.cpp (``http://localhost:8080/v1``). No key needed; ``<think>`` tags become
     reasoning. Consumes the common options plus ``top_k``, ``min_p``,
-    ``repetition_penalty``, ``reasoning_effort``, ``keep_alive`` and ``options``."""
+    ``repetition_penalty``, ``reasoning_effort``, ``keep_alive`` and ``options``.
+    ``images=True`` for a vision model, ``files=True`` for a server that takes ``file`` parts."""
     return ProviderProfile(
         provider_id=provider_id, base_url=base_url,
-        capabilities=Capabilities(reasoning=True, images=images, streaming_tool_calls=True),
+        capabilities=Capabilities(reasoning=True, images=images, files=files, streaming_tool_calls=True),
         extensions=_COMMON | {"top_k", "min_p", "repetition_penalty", "reasoning_effort",
                               "keep_alive", "options"} | frozenset(extensions),
         requires_api_key=False, stream_usage=stream_usage, think_tags=think_tags,
