@@ -65,6 +65,8 @@ context_budget_exceeded             runtime      a request cannot fit max_tokens
 context_summary_failed              runtime      the context summarizer failed or gave no text
 subagent_not_found                  tool         delegate_task named an agent that does not exist
 runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
+output_invalid                      runtime      a typed answer failed validation after max_output_retries more tries (names the fields)
+output_schema_unsupported           config       a JSON-schema answer asked of a provider profile that does not support it
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -166,6 +168,8 @@ class ErrorCode(StrEnum):
     CONTEXT_SUMMARY_FAILED = "context_summary_failed"
     SUBAGENT_NOT_FOUND = "subagent_not_found"
     RUNTIME_CLOSED = "runtime_closed"
+    OUTPUT_INVALID = "output_invalid"
+    OUTPUT_SCHEMA_UNSUPPORTED = "output_schema_unsupported"
 
 
 class ErrorInfo(BaseModel):

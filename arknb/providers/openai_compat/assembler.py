@@ -276,4 +276,5 @@ class StreamAssembler:
             is_error=False)
         return ModelResponse.model_construct(
             message=message, finish_reason=finish or FinishReason.STOP,
-            usage=self._usage if self._usage is not None else Usage(), model=self._model)
+            # No usage from the server: unknown, never a silent 0/0 (DESIGN §17).
+            usage=self._usage if self._usage is not None else Usage(reported=False), model=self._model)

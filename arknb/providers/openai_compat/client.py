@@ -32,7 +32,7 @@ from ...domain import (
 from ...domain.json_decode import MAX_JSON_DEPTH, JSONTooDeepError, decode_json
 from .assembler import StreamAssembler
 from .errors import error_from_envelope, error_from_status, retry_after_seconds
-from .profiles import ProviderProfile, is_loopback_host
+from .profiles import Capabilities, ProviderProfile, is_loopback_host
 from .retry import RetryPolicy, Timeouts
 from .secrets import ApiKey, ApiKeySource, SecretObserver, from_env
 from .sse import DONE, iter_chunks
@@ -175,6 +175,12 @@ class OpenAICompatibleClient:
     def profile(self) -> ProviderProfile:
         """The service profile."""
         return self._profile
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the service can do (the profile's): ``AgentRuntime`` asks it how to request a
+        typed answer (``json_schema_output``)."""
+        return self._profile.capabilities
 
     @property
     def model(self) -> str:
