@@ -96,15 +96,16 @@ class ScriptedTurn(BaseModel):
         self._played = cache
         if key not in cache:
             value = to_jsonable_python(self.output)
+            schema = tool.parameters if key == "tool" else request.output.json_schema if request.output else None
+            if schema is not None and list(schema.get("required") or ()) == ["response"] and \
+                    set(schema.get("properties") or {}) == {"response"} and \
+                    not (isinstance(value, dict) and set(value) == {"response"}):
+                value = {"response": value}  # a type that is not an object is asked for under "response"
             if key == "text":
-                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                cache[key] = self.model_copy(update={"output": None, "text": (text,)})
+                plain = isinstance(value, str) and request.output is None
+                cache[key] = self.model_copy(update={"output": None, "text": (
+                    value if plain else json.dumps(value, ensure_ascii=False),)})
             else:
-                parameters = tool.parameters
-                wrapped = list(parameters.get("required") or ()) == ["response"] and \
-                    set(parameters.get("properties") or {}) == {"response"}
-                if wrapped and not (isinstance(value, dict) and set(value) == {"response"}):
-                    value = {"response": value}
                 call = ToolCall(id=f"call_output_{id(self) & 0xFFFFFF:x}", name=_FINAL_RESULT,
                                 arguments_json=json.dumps(value, ensure_ascii=False))
                 cache[key] = self.model_copy(update={"output": None, "tool_calls": (call,)})

@@ -251,7 +251,7 @@ class AgentRuntime(RunControl):
         self._offered_tools()  # a tool name two owners claim fails here, not in the first run
         self.output_mode: OutputMode = output_mode
         self.max_output_retries = max_output_retries
-        self.output_type = output_type
+        self._output_type = output_type
         # The output phase of the current (or next continued) run; start() makes a fresh one.
         self._run_output: OutputPhase = self._output_phase(None)
         if state is not None:
@@ -470,11 +470,29 @@ class AgentRuntime(RunControl):
         # A typed answer is asked for natively (response_format) or with a final_result tool.
         return self._run_output.shape(request)
 
+    @property
+    def output_type(self) -> Any:
+        """The type of every run's answer (None: plain text); ``run(..., output_type=)`` overrides it."""
+        return self._output_type
+
+    @output_type.setter
+    def output_type(self, value: Any) -> None:
+        previous = self._output_type
+        self._output_type = value
+        try:
+            phase = self._output_phase(None)
+        except ArkError:
+            self._output_type = previous
+            raise
+        if self._active is None:  # a continued run (resume) asks for the new type too
+            self._run_output = phase
+
     def _output_phase(self, output_type: Any) -> OutputPhase:
         """The output phase of a run asking for ``output_type`` (None: the runtime's own)."""
-        phase = output_phase(output_type if output_type is not None else self.output_type, mode=self.output_mode,
+        phase = output_phase(output_type if output_type is not None else self._output_type, mode=self.output_mode,
                              model=self.model, max_retries=self.max_output_retries)
-        phase.check_tools(self._offered_tools().names())
+        if phase.mode == "tool":  # (only then does a tool's name matter)
+            phase.check_tools(self._offered_tools().names())
         return phase
 
     def _offered_tools(self) -> ToolRegistry:
