@@ -408,19 +408,34 @@ class OpenAICompatibleClient:
                     return
                 error, retry_after, should_retry = _detached(failure.error), failure.retry_after, failure.should_retry
                 failure = None  # its traceback holds the attempt's frames (request, response)
-                if error.layer is ErrorLayer.CANCELLED or assembler.output_started or should_retry is False:
+                # Text or reasoning already shown is never answered twice; a stream cut before
+                # any was shown (tool-call deltas at most: no call completed, none ran) is
+                # tried again like a connection that failed before output (DESIGN §17).
+                if error.layer is ErrorLayer.CANCELLED or assembler.shown or should_retry is False:
                     raise error
                 delay = policy.delay(attempt, error, retry_after)
                 if delay is None and should_retry:
                     delay = policy.delay(attempt, ArkError(error.layer, error.code, error.message,
                                                            Retryability.SAFE), None)
+                if delay is None and retry_after is not None and retry_after > policy.max_retry_after:
+                    raise _asked_to_wait(error, retry_after, policy.max_retry_after)
                 if delay is None or (deadline is not None and self._clock() + delay >= deadline):
                     raise error
                 _log.info("%s: %s; retry %d in %.2fs", profile.provider_id, error.code, attempt, delay)
-                yield RetryNotice.model_construct(attempt=attempt, delay=delay, error=error.info())
+                reason = ("the stream was cut before any text was shown and before a tool call completed"
+                          if assembler.output_started else "the call failed before any output")
+                yield RetryNotice.model_construct(attempt=attempt, delay=delay, error=error.info(), reason=reason)
                 await guard.run(policy.sleep(delay), None)
         finally:
             guard.release()
+
+
+def _asked_to_wait(error: ArkError, wait: float, limit: float) -> ArkError:
+    """``error`` saying how long the server asked to wait, when that is over the policy's limit."""
+    return ArkError(error.layer, error.code, f"{error.message} (the server asked to wait {wait:g}s before "
+                    f"retrying, longer than RetryPolicy.max_retry_after={limit:g}s: run again after that wait, "
+                    "or allow a longer max_retry_after)", error.retryability, status_code=error.status_code,
+                    provider_code=error.provider_code)
 
 
 def _detached(error: ArkError) -> ArkError:
