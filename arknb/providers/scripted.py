@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any, AsyncIterator, Sequence
@@ -106,8 +107,10 @@ class ScriptedTurn(BaseModel):
                 cache[key] = self.model_copy(update={"output": None, "text": (
                     value if plain else json.dumps(value, ensure_ascii=False),)})
             else:
-                call = ToolCall(id=f"call_output_{id(self) & 0xFFFFFF:x}", name=_FINAL_RESULT,
-                                arguments_json=json.dumps(value, ensure_ascii=False))
+                arguments = json.dumps(value, ensure_ascii=False)
+                # A deterministic id (a replayed script gives the same transcript every time).
+                digest = hashlib.sha256(arguments.encode()).hexdigest()[:12]
+                call = ToolCall(id=f"call_output_{digest}", name=_FINAL_RESULT, arguments_json=arguments)
                 cache[key] = self.model_copy(update={"output": None, "tool_calls": (call,)})
             cache[key]._events = None
             cache[key]._played = None

@@ -173,6 +173,11 @@ def one_of_each() -> list[dict[str, Any]]:
         EventTypes.MEMORY_RECORDED: {"episode_id": "episode_1", "summary": "User: hi\nAssistant: hello", "run_id": "r1"},
         EventTypes.OPERATION_IN_DOUBT: {"operation_id": "op1", "call": c, "started_at": 5.0, "attempts": 2},
         EventTypes.BUS_DROPPED: {"listener": "slow_logger", "dropped": 12},
+        EventTypes.LLM_TRUNCATED: {"turn": 1, "finish_reason": "length", "max_tokens": 8, "output_tokens": 8},
+        EventTypes.OUTPUT_VALIDATED: {"turn": 2, "mode": "native", "name": "Weather", "retries": 1,
+                                      "output": {"city": "Oslo"}},
+        EventTypes.OUTPUT_RETRY: {"turn": 1, "attempt": 1, "mode": "tool", "name": "Weather", "retrying": True,
+                                  "fields": ["temp_c", "sunny"], "errors": "temp_c: Input should be a valid number"},
     }
     assert set(payloads) == set(EventTypes.ALL), set(EventTypes.ALL) ^ set(payloads)
     for etype in EventTypes.ALL:
