@@ -14,12 +14,12 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "==> [1/2] upgrading pip"
 	@$(PY) -m pip install -q --upgrade pip --disable-pip-version-check
-	@echo "==> [2/2] installing arknb with its dev, otel and postgres extras"
-	@$(PY) -m pip install --disable-pip-version-check -e '.[dev,otel,postgres]' 2>&1 \
+	@echo "==> [2/2] installing arknb with its dev, otel, postgres and pdf extras"
+	@$(PY) -m pip install --disable-pip-version-check -e '.[dev,otel,postgres,pdf]' 2>&1 \
 		| awk '/^Collecting/ {n++; printf "  [%d] %s\n", n, $$2; fflush()} \
 		       /^Installing collected/ {print "  installing " n " packages..."; fflush()} \
 		       /^(ERROR|error)/ {print; fflush()}' ; \
-		status=$${PIPESTATUS[0]}; test $$status -eq 0 || { echo "==> pip failed (exit $$status): run '$(PY) -m pip install -e .[dev,otel,postgres]' to see why"; exit $$status; }
+		status=$${PIPESTATUS[0]}; test $$status -eq 0 || { echo "==> pip failed (exit $$status): run '$(PY) -m pip install -e .[dev,otel,postgres,pdf]' to see why"; exit $$status; }
 	@echo "==> ready"
 	@touch $(STAMP)
 
@@ -45,20 +45,22 @@ bundle: js/node_modules/.package-lock.json
 bundle-check: js/node_modules/.package-lock.json
 	bash js/check_bundle.sh
 
-## test: the whole suite (secret scan of notebooks/, unit, provider HTTP, widgets, notebooks under nbval, real-browser)
+## test: the whole suite (secret scan of notebooks/, unit, provider HTTP, widgets, notebooks under nbval, real-browser,
+## and arknb against a real llama.cpp server: built once by tests/real/build_llama_server.sh, which .ci/run calls)
 # Browser suites use Playwright's sync API, which owns an event loop for the whole
 # process; they run in their own pytest processes so the asyncio tests never share it.
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
 test: $(STAMP) bundle-check
 	$(PY) -m arknb.scan_secrets notebooks
-	$(PYTEST) --ignore=tests/browser --ignore=tests/js tests
+	$(PYTEST) --ignore=tests/browser --ignore=tests/js --ignore=tests/real tests
+	$(PYTEST) tests/real
 	$(PYTEST) --nbval notebooks
 	$(PYTEST) tests/js
 	$(PYTEST) tests/browser
 
 test-fast: $(STAMP)
-	$(PYTEST) -x --ignore=tests/browser --ignore=tests/js tests
+	$(PYTEST) -x --ignore=tests/browser --ignore=tests/js --ignore=tests/real tests
 
 bench: $(STAMP)
 	bash benchmarks/setup_peers.sh

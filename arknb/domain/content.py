@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -81,6 +83,31 @@ class ContentPart(BaseModel):
                  mime_type: str | None = None, name: str | None = None) -> ContentPart:
         """A document by URL or inline base64."""
         return cls(kind=ContentKind.DOCUMENT, url=url, data=data, mime_type=mime_type, name=name)
+
+    @classmethod
+    def from_document_text(cls, path: str | os.PathLike[str], *, name: str | None = None) -> ContentPart:
+        """A document sent as its text, extracted here: for any model, file input or not.
+
+        PDF text comes from ``pypdf`` (``pip install 'arknb[pdf]'``); Markdown and text
+        files are read as they are. The part is a text part named after the file (the
+        chat shows it as a chip); its text wraps the document in
+        ``<document name="...">`` lines so the model can tell it from your words.
+        Raises ``ArkError`` (``document_unreadable``, ``pdf_unavailable``) naming the file.
+        """
+        from .documents import document_text
+
+        path = Path(path)
+        return cls.text_document(name or path.name, document_text(path))
+
+    @classmethod
+    def text_document(cls, name: str, text: str) -> ContentPart:
+        """A document's text you already have, as ``from_document_text`` sends it."""
+        return cls(kind=ContentKind.TEXT, text=f'\n<document name="{name}">\n{text}\n</document>\n', name=name)
+
+    @property
+    def is_document_text(self) -> bool:
+        """True for a named text part: a document sent as its text (``from_document_text``)."""
+        return self.kind is ContentKind.TEXT and self.name is not None
 
     @property
     def is_text(self) -> bool:

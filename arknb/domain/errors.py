@@ -67,6 +67,10 @@ subagent_not_found                  tool         delegate_task named an agent th
 runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
 output_invalid                      runtime      a typed answer failed validation after max_output_retries more tries (names the fields)
 output_schema_unsupported           config       a JSON-schema answer asked of a provider profile that does not support it
+unsupported_content                 config       a part the model's profile cannot carry (refused before any request)
+document_unreadable                 config       ContentPart.from_document_text could not read or extract a file
+pdf_unavailable                     config       reading a PDF needs the optional extra arknb[pdf]
+attachment_too_large                config       a file given to the chat is over its size cap (names both)
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -170,6 +174,11 @@ class ErrorCode(StrEnum):
     RUNTIME_CLOSED = "runtime_closed"
     OUTPUT_INVALID = "output_invalid"
     OUTPUT_SCHEMA_UNSUPPORTED = "output_schema_unsupported"
+    # media (DESIGN §17)
+    UNSUPPORTED_CONTENT = "unsupported_content"
+    DOCUMENT_UNREADABLE = "document_unreadable"
+    PDF_UNAVAILABLE = "pdf_unavailable"
+    ATTACHMENT_TOO_LARGE = "attachment_too_large"
 
 
 class ErrorInfo(BaseModel):

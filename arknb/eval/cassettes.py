@@ -354,6 +354,12 @@ class Recorder:
         """Forwarded to the client (see :meth:`LLMClient <arknb.providers.base.LLMClient>`)."""
         await _resolve(self.client)
 
+    def check_input(self, messages: Any) -> None:
+        """Forwarded to the client: a part it cannot take is refused before a run starts."""
+        check = getattr(self.client, "check_input", None)
+        if callable(check):
+            check(messages)
+
     def _redact(self, line: str) -> str:
         for secret in self.secret_values():
             value = secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)

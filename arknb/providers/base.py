@@ -28,6 +28,11 @@ class LLMClient(Protocol):
     tools run before its first request, knows the key too). ``OpenAICompatibleClient``
     has all three. A wrapper client (a recorder, a router) should forward them. Clients
     without them keep working.
+
+    Optional too: ``check_input(messages) -> None`` raises ``ArkError`` for a message
+    part the model cannot take (``unsupported_content``: an image for a text-only
+    model). The runtime asks before it starts a run, so a refused message never enters
+    the session's history and no request is made.
     """
 
     def stream(self, request: ModelRequest, *,

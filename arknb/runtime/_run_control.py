@@ -74,6 +74,7 @@ class RunControl:
         """
         messages = self._coerce_input(input)
         self._check_can_start(new_input=True)
+        self._check_model_takes(messages)
         self._run_output = self._output_phase(output_type)
         return self._launch(lambda ctx: drive(self, ctx, new_input=messages),
                             recheck=lambda: self._check_state_allows(new_input=True))
@@ -370,6 +371,13 @@ class RunControl:
             # ends it, answering its calls as not executed, so the session is never stuck.)
             # The batch's kind words the refusal (e.g. pending_plan_review_blocks_input).
             raise self._extensions.blocks_input_error(state.pending_approval)
+
+    def _check_model_takes(self, messages: tuple[AgentMessage, ...]) -> None:
+        # A part the model cannot take (an image for a text-only profile) is refused here,
+        # before the message reaches history: a refused message never poisons the session.
+        check = getattr(self.model, "check_input", None)
+        if callable(check):
+            check(messages)
 
     def _coerce_input(self, value: Any) -> tuple[AgentMessage, ...]:
         if isinstance(value, str):

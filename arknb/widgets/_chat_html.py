@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from ._chat_output import output_html
+from ._chat_media import static_parts
 from ._markdown_html import markdown_html
 from ._static_html import esc, static_block
 from ._transcript import Transcript
@@ -108,7 +109,8 @@ def _entry(e: dict[str, Any], limit: int) -> str:
     kind = e.get("kind")
     if kind == "user":
         return (f'<div class="arknb-s-entry arknb-s-user"><span class="arknb-s-who">You:</span> '
-                f'<div class="arknb-s-plain">{esc(clip(str(e.get("text") or ""), limit))}</div></div>')
+                f'<div class="arknb-s-plain">{esc(clip(str(e.get("text") or ""), limit))}</div>'
+                f'{static_parts(e, companion=limit > 0)}</div>')
     if kind == "assistant":
         if not e.get("text") and not e.get("reasoning") and not e.get("output"):
             return ""

@@ -22,7 +22,8 @@ Kernel -> browser (custom messages):
 
 Browser -> kernel (typed actions):
 
-* ``{"type": "send", "text"}``, ``{"type": "approve", "approval_id"}``,
+* ``{"type": "send", "text", "attachments"?}`` (attachments: ``[{"name", "mime_type",
+  "data"}]``, base64, each within the chat's ``max_attachment_bytes``), ``{"type": "approve", "approval_id"}``,
   ``{"type": "deny", "approval_id", "reason"}``, ``{"type": "stop"}``,
   ``{"type": "suspend"}``, ``{"type": "resume"}``: user actions (each may carry a
   ``request_id`` that the ``action_result`` echoes).

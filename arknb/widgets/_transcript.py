@@ -3,7 +3,7 @@
 The transcript is a list of entries (plain dicts, the same shape the front end
 renders), each with a stable ``id`` and a ``kind``:
 
-* ``user``: ``text``
+* ``user``: ``text``, and ``parts`` when it carries images or documents (``_chat_media``)
 * ``assistant``: ``text``, ``reasoning``, ``streaming``, ``run_id``; ``output``
   (``{"name", "value"}``, a typed answer) and ``truncated`` when they apply
 * ``tool``: ``call_id``, ``name``, ``arguments`` (JSON text), ``status`` (requested,
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ._chat_media import user_fields
 from ._chat_ops import ChangeLog, Stream
 from ._chat_output import OUTPUT_HANDLERS
 from ._payload import call_fields, error_text, jsonable, message_fields, result_fields
@@ -81,7 +82,7 @@ class Transcript:
         """
         t = cls()
         for message in history:
-            t._add_message(message_fields(message), run_id="")
+            t._add_message(message_fields(message), run_id="", raw=message)
         if pending_batch is not None:
             batch = pending_batch if isinstance(pending_batch, Mapping) else _dump(pending_batch)
             if batch.get("model_message") is not None:
@@ -102,10 +103,10 @@ class Transcript:
         last = next((e for e in reversed(self.entries) if e["kind"] == "assistant"), None)
         return last is not None and last["text"] == m["text"]
 
-    def _add_message(self, m: dict[str, Any], run_id: str) -> None:
+    def _add_message(self, m: dict[str, Any], run_id: str, raw: Any = None) -> None:
         role = m["role"]
         if role == "user":
-            self._add("user", text=m["text"])
+            self._add("user", **user_fields(raw if raw is not None else m["text"]))
         elif role == "assistant":
             self._add("assistant", text=m["text"], reasoning=m["reasoning"], streaming=False, run_id=run_id)
             for call in m["tool_calls"]:
@@ -280,8 +281,10 @@ class Transcript:
         self.status = "running"
         for message in p.get("input") or ():
             m = message_fields(message)
-            if m["role"] == "user" and m["text"]:
-                self._add("user", text=m["text"])
+            if m["role"] == "user":
+                fields = user_fields(message)
+                if fields["text"] or fields.get("parts"):
+                    self._add("user", **fields)
 
     def _on_resumed(self, p: Mapping[str, Any]) -> None:
         self.status = "running"

