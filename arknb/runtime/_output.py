@@ -101,6 +101,8 @@ class _TypedOutput(OutputPhase):
             return self._retry(rt, ctx, message, call, errors)
         if call is not None:
             self._answer_calls(rt, message, call, ToolResult.from_text(_ACCEPTED))
+        if self.spec.is_text:  # a plain text answer: nothing was validated, nothing to show apart
+            return NextStep.final(message, output=value)
         payload_value = self.spec.to_json(value)
         rt._emit(EventTypes.OUTPUT_VALIDATED, lambda: flat_payload(
             turn=ctx.turn, mode=self.mode, name=self.spec.name, retries=self.retries,

@@ -30,13 +30,22 @@ export function outputTable(output) {
     all.length > MAX_ROWS ? h("div", { class: "arknb-muted" }, `… ${all.length - MAX_ROWS} more`) : null);
 }
 
-/** Fill an assistant entry's output slot; returns true when the raw text should fold away. */
+/** Fill an assistant entry's output slot (the table goes in the slot, the "cut short" mark
+ *  at the end of the slot's bubble, after the text); returns true when the raw text should
+ *  fold away (a typed answer shows as its table). */
 export function fillOutput(slot, e) {
   const table = outputTable(e.output);
-  const mark = e.truncated ? h("div", { class: "arknb-truncated", testid: "arknb-truncated",
-    title: "The model stopped at max_tokens (finish reason \"length\"): the answer is incomplete." },
-  "cut short: the answer reached max_tokens") : null;
-  setChildren(slot, table, mark);
-  slot.hidden = !table && !mark;
+  setChildren(slot, table);
+  slot.hidden = !table;
+  const bubble = slot.parentNode;
+  let mark = bubble ? bubble.querySelector(":scope > .arknb-truncated") : null;
+  if (e.truncated && !mark && bubble) {
+    mark = h("div", { class: "arknb-truncated", testid: "arknb-truncated",
+      title: "The model stopped at max_tokens (finish reason \"length\"): the answer is incomplete." },
+    "cut short: the answer reached max_tokens");
+    bubble.append(mark);
+  } else if (!e.truncated && mark) {
+    mark.remove();
+  }
   return !!table;
 }

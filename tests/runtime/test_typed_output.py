@@ -82,7 +82,9 @@ async def test_each_kind_of_output_type_comes_back_typed(output_type, scripted, 
 
 async def test_str_output_is_the_plain_text():
     runtime, model = runtime_for(["Just words."], output_type=str)
+    events = record(runtime)
     result = await runtime.run("Say something.")
+    assert of(events, EventTypes.OUTPUT_VALIDATED) == []  # nothing validated: the chat shows it as text
     assert result.output == "Just words." and model.requests[0].output is None and not model.requests[0].tools
 
 
