@@ -319,3 +319,43 @@ async def test_output_mode_forces_the_way_of_asking():
     runtime, model = runtime_for([ScriptedTurn(output=OSLO)], native=True, output_type=Weather, output_mode="tool")
     assert (await runtime.run("Weather?")).output == OSLO
     assert model.requests[0].output is None and model.requests[0].tools[0].name == "final_result"
+
+
+# -- across an approval pause and a restore (the durable seam) ----------------------------------
+
+@ark.tool(risk="dangerous")
+def wipe(path: str) -> str:
+    """Wipe a folder."""
+    return f"wiped {path}"
+
+
+def wipe_then_answer() -> list:
+    return [ScriptedTurn(tool_calls=[ToolCall(id="w1", name="wipe", arguments_json='{"path": "/tmp/x"}')]),
+            ScriptedTurn(output=OSLO)]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "tool"])
+async def test_a_per_run_output_type_survives_an_approval_pause(tmp_path, native):
+    store = ark.SQLiteStore(tmp_path / "s.db")
+    runtime = ark.AgentRuntime(ScriptedModel(wipe_then_answer(), json_schema_output=native), tools=[wipe],
+                               storage=store, session_id="typed")
+    paused = await runtime.run("Wipe, then the weather.", output_type=Weather)
+    assert paused.stop_reason == "awaiting_approval" and paused.output is None
+    [item] = runtime.controller.list_pending_approvals()
+    assert (await runtime.controller.approve(item.approval_id)).ok
+    result = await runtime.current_run.wait()
+    assert result.stop_reason == "completed" and result.output == OSLO
+
+
+async def test_a_restored_runtime_answers_with_its_output_type(tmp_path):
+    store = ark.SQLiteStore(tmp_path / "s.db")
+    first = ark.AgentRuntime(ScriptedModel(wipe_then_answer()), tools=[wipe], storage=store, session_id="typed",
+                             output_type=Weather)
+    assert (await first.run("Wipe, then the weather.")).stop_reason == "awaiting_approval"
+    await first.aclose()
+    restored = await ark.AgentRuntime.restore("typed", storage=store, model=ScriptedModel([ScriptedTurn(output=OSLO)]),
+                                              tools=[wipe], output_type=Weather)
+    [item] = restored.controller.list_pending_approvals()
+    assert (await restored.controller.approve(item.approval_id)).ok
+    result = await restored.current_run.wait()
+    assert result.output == OSLO and restored.model.requests[0].output.name == "Weather"
