@@ -64,6 +64,8 @@ def usage_of(payload: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _tokens(payload: Mapping[str, Any]) -> str:
+    if as_dict(payload.get("usage")).get("reported") is False:
+        return "tokens unknown"  # the server sent no usage: never shown as 0 (DESIGN §17)
     tin, tout = usage_of(payload)
     return f"{tin:,} in / {tout:,} out tokens" if tin or tout else ""
 

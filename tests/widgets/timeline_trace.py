@@ -183,4 +183,7 @@ def one_of_each() -> list[dict[str, Any]]:
     for etype in EventTypes.ALL:
         ev(etype, **payloads[etype])
     ev("custom.thing", answer=42, note="x")  # a type no EventTypes constant names
+    # a server that sent no usage: "tokens unknown", never 0 (DESIGN §17)
+    ev(EventTypes.LLM_AFTER, turn=2, message=assistant("Hi"), finish_reason="stop",
+       usage={**usage(0, 0), "reported": False})
     return ev.events

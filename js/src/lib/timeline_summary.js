@@ -34,6 +34,7 @@ export function usageOf(p) {
 }
 
 function tokens(p) {
+  if (isObj(p.usage) && p.usage.reported === false) return "tokens unknown"; // no usage from the server
   const [tin, tout] = usageOf(p);
   return tin || tout ? `${thousands(tin)} in / ${thousands(tout)} out tokens` : "";
 }
