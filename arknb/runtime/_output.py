@@ -131,6 +131,10 @@ class _TypedOutput(OutputPhase):
 
     def _retry(self, rt: AgentRuntime, ctx: RunContext, message: AgentMessage, call: ToolCall | None,
                errors: OutputErrors) -> NextStep:
+        if ctx.truncated:  # a cut answer is rarely valid JSON: say why, to the model and to the user
+            errors = OutputErrors(errors.errors + ({"loc": "(answer)", "msg": "the answer was cut at max_tokens "
+                                                    "(finish reason length): give a shorter answer",
+                                                    "type": "truncated"},))
         self.retries += 1
         retrying = self.retries <= self.max_retries
         rt._emit(EventTypes.OUTPUT_RETRY, lambda: flat_payload(
@@ -150,8 +154,9 @@ class _TypedOutput(OutputPhase):
         return NextStep.stop(StopReason.FAILED, message=message, error=ArkError(
             ErrorLayer.RUNTIME, ErrorCode.OUTPUT_INVALID,
             f"the model's answer is not a valid {self.spec.name} after {self.max_retries} more tr"
-            f"{'y' if self.max_retries == 1 else 'ies'} (fields: {fields}): {errors.summary()}. Raise "
-            "max_output_retries, simplify the output type, or use a stronger model"))
+            f"{'y' if self.max_retries == 1 else 'ies'} (fields: {fields}): {errors.summary()}. "
+            + ("Raise ModelConfig.max_tokens, " if ctx.truncated else "Raise max_output_retries, ")
+            + "simplify the output type, or use a stronger model"))
 
     @staticmethod
     def _answer_calls(rt: AgentRuntime, message: AgentMessage, call: ToolCall, result: ToolResult) -> None:

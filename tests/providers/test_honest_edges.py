@@ -112,6 +112,16 @@ async def test_a_429_asking_for_a_long_wait_fails_naming_the_wait(server, make_c
     assert sleeps.delays == [] and len(server.requests) == 1
 
 
+async def test_a_wait_longer_than_the_time_left_fails_naming_the_wait(server, make_client, sleeps):
+    from arknb.providers.openai_compat import Timeouts
+
+    server.script(Reply.json(429, {"error": {"message": "slow down"}}, headers={"retry-after": "45"}))
+    with pytest.raises(ArkError) as caught:
+        await collect(make_client(timeout=Timeouts(total=30.0)))
+    assert "asked to wait 45s" in caught.value.message and "Timeouts.total" in caught.value.message
+    assert sleeps.delays == []
+
+
 # -- a stream cut before anything was shown ---------------------------------------------------
 
 async def test_a_stream_cut_mid_tool_call_before_any_text_is_retried_saying_why(server, make_client, sleeps):

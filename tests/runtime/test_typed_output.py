@@ -164,6 +164,15 @@ async def test_max_output_retries_bounds_the_tries():
     assert "0 more tries" in result.error.message and "(answer)" in result.error.message
 
 
+async def test_a_typed_answer_cut_at_max_tokens_says_so_to_the_model_and_the_user():
+    cut = ScriptedTurn('{"city": "Oslo", "temp', finish_reason="length")
+    runtime, model = runtime_for([cut, cut], output_type=Weather, max_output_retries=1)
+    result = await runtime.run("Weather?")
+    assert result.error.code == "output_invalid" and result.truncated
+    assert "cut at max_tokens" in model.requests[1].messages[-1].text
+    assert "Raise ModelConfig.max_tokens" in result.error.message
+
+
 async def test_non_json_text_in_tool_mode_asks_for_the_tool():
     runtime, model = runtime_for(["It is cold in Oslo.", ScriptedTurn(output=OSLO)], native=False,
                                  output_type=Weather)

@@ -428,7 +428,10 @@ class OpenAICompatibleClient:
                     delay = policy.delay(attempt, ArkError(error.layer, error.code, error.message,
                                                            Retryability.SAFE), None)
                 if delay is None and retry_after is not None and retry_after > policy.max_retry_after:
-                    raise _asked_to_wait(error, retry_after, policy.max_retry_after)
+                    raise _asked_to_wait(error, retry_after, policy.max_retry_after, "RetryPolicy.max_retry_after")
+                if delay is not None and retry_after is not None and deadline is not None \
+                        and self._clock() + delay >= deadline:
+                    raise _asked_to_wait(error, retry_after, deadline - self._clock(), "the time left of Timeouts.total")
                 if delay is None or (deadline is not None and self._clock() + delay >= deadline):
                     raise error
                 _log.info("%s: %s; retry %d in %.2fs", profile.provider_id, error.code, attempt, delay)
@@ -440,11 +443,11 @@ class OpenAICompatibleClient:
             guard.release()
 
 
-def _asked_to_wait(error: ArkError, wait: float, limit: float) -> ArkError:
-    """``error`` saying how long the server asked to wait, when that is over the policy's limit."""
+def _asked_to_wait(error: ArkError, wait: float, limit: float, what: str) -> ArkError:
+    """``error`` saying how long the server asked to wait, when that is over a limit (``what``)."""
     return ArkError(error.layer, error.code, f"{error.message} (the server asked to wait {wait:g}s before "
-                    f"retrying, longer than RetryPolicy.max_retry_after={limit:g}s: run again after that wait, "
-                    "or allow a longer max_retry_after)", error.retryability, status_code=error.status_code,
+                    f"retrying, longer than {what}={max(limit, 0.0):g}s: run again after that wait, "
+                    "or allow a longer wait)", error.retryability, status_code=error.status_code,
                     provider_code=error.provider_code)
 
 
