@@ -368,3 +368,9 @@ async def test_a_restored_runtime_answers_with_its_output_type(tmp_path):
     assert (await restored.controller.approve(item.approval_id)).ok
     result = await restored.current_run.wait()
     assert result.output == OSLO and restored.model.requests[0].output.name == "Weather"
+
+
+async def test_run_stream_takes_an_output_type():
+    runtime, _ = runtime_for([ScriptedTurn(output=OSLO)])
+    types = [event.type async for event in runtime.run_stream("Weather?", output_type=Weather)]
+    assert "output.validated" in types and runtime.last_result.output == OSLO
