@@ -374,3 +374,16 @@ async def test_run_stream_takes_an_output_type():
     runtime, _ = runtime_for([ScriptedTurn(output=OSLO)])
     types = [event.type async for event in runtime.run_stream("Weather?", output_type=Weather)]
     assert "output.validated" in types and runtime.last_result.output == OSLO
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "tool"])
+async def test_a_reviewed_plan_then_a_typed_answer(native):
+    todos = ToolCall(id="p1", name="write_todos", arguments_json=json.dumps(
+        {"todos": [{"content": "Look up Oslo", "status": "pending"}]}))
+    runtime, _ = runtime_for([ScriptedTurn(tool_calls=[todos]), ScriptedTurn(output=OSLO)], native=native,
+                             output_type=Weather, plan_mode=ark.PlanMode.REVIEW)
+    assert (await runtime.run("Weather?")).stop_reason == "awaiting_approval"
+    [item] = runtime.controller.list_pending_approvals()
+    assert item.kind == "plan" and (await runtime.controller.approve(item.approval_id)).ok
+    result = await runtime.current_run.wait()
+    assert result.stop_reason == "completed" and result.output == OSLO
