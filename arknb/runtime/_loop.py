@@ -134,7 +134,9 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
                 session_id=rt.session_id, run_id=ctx.run_id, state=rt.state, input=new_input))
             if decision.action is BeforeRunAction.ABORT:
                 raise abort_error("before_run", decision.hook, decision.reason, decision.error)
-            new_input = decision.input if decision.input is not None else new_input
+            if decision.input is not None:
+                rt._check_model_takes(decision.input)  # a rewritten input is checked as the original was
+                new_input = decision.input
         rt._append_history(new_input)
         await autosave(rt, ctx, "after_user_input")
     if resume_batch is not None:

@@ -40,6 +40,7 @@ _SHOWN_IMAGE = re.compile(r"^image/(png|jpeg|gif|webp)$")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 _STATIC_IMAGE_CHARS = 400_000
 """The largest image (base64 characters) the notebook's companion copy embeds; to_html() embeds any."""
+_INLINE = "display:inline-block;margin:2px 6px 2px 0;vertical-align:top"
 _TEXT_TYPES = re.compile(r"^(text/.*|application/(json|x-yaml|yaml|xml|toml))$")
 
 
@@ -129,7 +130,7 @@ def parts_html(parts: Iterable[Mapping[str, Any]], *, embed_limit: int | None) -
             shown = _image({"url": src, "name": part.get("name")}) if src else None
             if shown is not None and "src" in shown:
                 if embed_limit is not None and len(src) > embed_limit:
-                    out.append(f'<span class="arknb-img-blocked">[image {esc(part.get("name") or "")} '
+                    out.append(f'<span class="arknb-img-blocked" style="{_INLINE}">[image {esc(part.get("name") or "")} '
                                f'({esc(size_text(shown["bytes"]))}): too large for this copy; shown in the live '
                                "chat and in to_html()]</span>")
                     continue
@@ -138,8 +139,8 @@ def parts_html(parts: Iterable[Mapping[str, Any]], *, embed_limit: int | None) -
                            'vertical-align:top">')
             else:
                 why = part.get("blocked") or "not an inline image"
-                out.append(f'<span class="arknb-img-blocked">[image{": " + esc(part["name"]) if part.get("name") else ""}'
-                           f' — {esc(why)}]</span>')
+                out.append(f'<span class="arknb-img-blocked" style="{_INLINE}">[image'
+                           f'{": " + esc(part["name"]) if part.get("name") else ""} — {esc(why)}]</span>')
         else:
             out.append(_chip(part))
     return f'<div class="arknb-s-parts">{"".join(out)}</div>' if out else ""

@@ -152,3 +152,27 @@ def test_from_document_text_refuses_what_it_cannot_read(tmp_path, name, content,
     with pytest.raises(ArkError) as info:
         ContentPart.from_document_text(path)
     assert info.value.code == "document_unreadable" and why in info.value.message and name in info.value.message
+
+
+async def test_an_image_a_before_run_hook_adds_is_refused_too_and_never_enters_history(server):
+    from arknb.hooks import BeforeRunHookResult, HookRegistry
+
+    hooks = HookRegistry()
+
+    @hooks.before_run
+    def attach_screenshot(ctx):
+        (message,) = ctx.input
+        if "screenshot" not in message.text:
+            return None
+        return BeforeRunHookResult.proceed([AgentMessage.user([*message.contents,
+                                                               ContentPart.image_base64("AAAA", "image/png")])])
+
+    server.script(ok("Fine."))
+    async with OpenAICompatibleClient(deepseek().replace(base_url=server.base_url), api_key="sk-test-key-1234",
+                                      model="deepseek-chat") as model:
+        runtime = ark.AgentRuntime(model, hooks=hooks)
+        failed = await runtime.run("Look at my screenshot")
+        assert failed.stop_reason == "failed" and failed.error.code == "unsupported_content"
+        assert list(runtime.state.history) == [] and server.requests == []
+        result = await runtime.run("Hello")
+    assert result.stop_reason == "completed" and [m.text for m in runtime.state.history] == ["Hello", "Fine."]
