@@ -92,17 +92,19 @@ class ScriptedTurn(BaseModel):
         if self.output is None:
             return self
         tool = next((t for t in request.tools if t.name == _FINAL_RESULT), None)
-        key = "tool" if tool is not None and request.output is None else "text"
+        mode = "tool" if tool is not None and request.output is None else "text"
+        schema = tool.parameters if mode == "tool" else request.output.json_schema if request.output else None
+        # A type that is not an object is asked for under "response" (arknb.runtime.output).
+        wrapped = schema is not None and list(schema.get("required") or ()) == ["response"] and \
+            set(schema.get("properties") or {}) == {"response"}
+        key = (mode, wrapped, request.output is not None)  # one turn may serve several runtimes
         cache = self._played if self._played is not None else {}
         self._played = cache
         if key not in cache:
             value = to_jsonable_python(self.output)
-            schema = tool.parameters if key == "tool" else request.output.json_schema if request.output else None
-            if schema is not None and list(schema.get("required") or ()) == ["response"] and \
-                    set(schema.get("properties") or {}) == {"response"} and \
-                    not (isinstance(value, dict) and set(value) == {"response"}):
-                value = {"response": value}  # a type that is not an object is asked for under "response"
-            if key == "text":
+            if wrapped and not (isinstance(value, dict) and set(value) == {"response"}):
+                value = {"response": value}
+            if mode == "text":
                 plain = isinstance(value, str) and request.output is None
                 cache[key] = self.model_copy(update={"output": None, "text": (
                     value if plain else json.dumps(value, ensure_ascii=False),)})

@@ -387,3 +387,13 @@ async def test_a_reviewed_plan_then_a_typed_answer(native):
     assert item.kind == "plan" and (await runtime.controller.approve(item.approval_id)).ok
     result = await runtime.current_run.wait()
     assert result.stop_reason == "completed" and result.output == OSLO
+
+
+async def test_one_scripted_output_turn_plays_right_for_each_runtime_that_shares_it():
+    turn = ScriptedTurn(output=[3, 1])
+    typed = await ark.AgentRuntime(ScriptedModel([turn]), output_type=list[int]).run("numbers")
+    plain = await ark.AgentRuntime(ScriptedModel([turn])).run("numbers")
+    tool = await ark.AgentRuntime(ScriptedModel([turn], json_schema_output=False), output_type=list[int]).run("n")
+    assert typed.output == [3, 1] and json.loads(typed.text) == {"response": [3, 1]}
+    assert plain.output is None and plain.text == "[3, 1]"
+    assert tool.output == [3, 1]
