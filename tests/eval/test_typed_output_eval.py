@@ -95,3 +95,18 @@ async def test_output_is_reads_a_result_rebuilt_from_its_events():
                                 latency_s=0.0, error=None, run_error=None, events=list(live.events), repeat=0)
     assert saved.output == PARIS.model_dump()
     assert (await ev.output_is(PARIS)(CASE, saved)).passed
+
+
+async def test_a_report_says_tokens_unknown_when_the_server_sent_no_usage(tmp_path):
+    cases = [ev.Case("no_usage", "hi"), ev.Case("usage", "hi")]
+
+    def make(case):
+        usage = ark.Usage(reported=False) if case.name == "no_usage" else ark.Usage(input_tokens=3, output_tokens=2)
+        return ark.AgentRuntime(ScriptedModel([ScriptedTurn("hello", usage=usage)]))
+
+    report = await ev.run_suite(cases, make)
+    assert report.row("no_usage").tokens is None and report.row("usage").tokens == 5
+    markdown = report.to_markdown()
+    assert "| unknown |" in markdown and "| 5 |" in markdown
+    again = ev.SuiteReport.from_jsonl(report.to_jsonl(tmp_path / "r.jsonl"))
+    assert again.row("no_usage").tokens is None and again.row("usage").tokens == 5
