@@ -5,9 +5,9 @@ Everything a user needs is re-exported here; see DESIGN §0 for the tour.
 
 # domain
 from .domain import (
-    AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ContextChange, ErrorCode, ErrorInfo, ErrorLayer,
-    FinishReason, ModelComplete, ModelConfig, ModelRequest, ModelResponse, ModelStart, ReasoningDelta,
-    RetryNotice, Retryability, Role, StreamError, StreamingEvent, TextDelta, ToolCall, ToolCallDelta,
+    AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ContextChange, ErrorCode, ErrorInfo,
+    ErrorLayer, FinishReason, ModelComplete, ModelConfig, ModelRequest, ModelResponse, ModelStart, OutputSchema,
+    ReasoningDelta, RetryNotice, Retryability, Role, StreamError, StreamingEvent, TextDelta, ToolCall, ToolCallDelta,
     ToolDefinition, ToolResult, ToolRisk, Usage, UsageUpdate,
 )
 
@@ -38,7 +38,7 @@ from .durable import PostgresStore, SQLiteStore
 
 # providers
 from .providers import (
-    LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, ScriptedModel, ScriptedTurn, Timeouts,
+    Capabilities, LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, ScriptedModel, ScriptedTurn, Timeouts,
     profiles,
 )
 
@@ -46,6 +46,7 @@ from .providers import (
 from .controller import AgentController, ApprovalHost
 from .runtime import AgentRunResult, AgentRuntime, LoopDetector, RunHandle, StopReason, live_runtimes
 from .runtime.extensions import ApprovalKind, Extension, ExtensionScope
+from .runtime.output import OutputErrors, OutputSpec
 
 # planning and skills (extensions installed by plan_mode= and skills=)
 from .planner import PendingPlanReview, Plan, PlanItem, PlanMode, TodoStatus
@@ -82,6 +83,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "END", "START", "Graph", "GraphController", "GraphWidget", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "PlanAndExecute", "PlanState", "append",
+    "Capabilities", "OutputErrors", "OutputSchema", "OutputSpec",
     "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",

@@ -6,7 +6,7 @@ from .context import ContextChange
 from .errors import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability, invalid_argument
 from .frozen import FrozenDict, FrozenList, freeze, thaw
 from .messages import AgentMessage, Role
-from .model import FinishReason, ModelConfig, ModelRequest, ModelResponse, Usage
+from .model import FinishReason, ModelConfig, ModelRequest, ModelResponse, OutputSchema, Usage
 from .streaming import (
     ModelComplete, ModelStart, ReasoningDelta, RetryNotice, StreamError, StreamingEvent,
     StreamingEventAdapter, TextDelta, ToolCallDelta, UsageUpdate,
@@ -16,7 +16,7 @@ from .tools import ToolCall, ToolDefinition, ToolResult, ToolRisk
 __all__ = [
     "AgentMessage", "ArkError", "CancellationToken", "ContentKind", "ContentPart", "ContextChange", "ErrorCode",
     "ErrorInfo", "ErrorLayer", "FinishReason", "FrozenDict", "FrozenList", "Retryability", "ModelComplete",
-    "ModelConfig", "ModelRequest", "ModelResponse", "ModelStart", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
+    "ModelConfig", "ModelRequest", "ModelResponse", "ModelStart", "OutputSchema", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
     "StreamingEvent", "StreamingEventAdapter", "TextDelta", "ToolCall", "ToolCallDelta",
     "ToolDefinition", "ToolResult", "ToolRisk", "Usage", "UsageUpdate", "freeze", "invalid_argument", "thaw",
 ]

@@ -74,6 +74,8 @@ graph_route_invalid                 runtime      a route returned None or a name
 graph_node_failed                   runtime      a graph node raised or returned an update the state refuses
 graph_run_not_found                 storage      Graph.restore of a run that was never saved
 human_answer_invalid                config       answer_human got a value the human node's type refuses
+output_invalid                      runtime      a typed answer failed validation after max_output_retries more tries (names the fields)
+output_schema_unsupported           config       a JSON-schema answer asked of a provider profile that does not support it
 unsupported_content                 config       a part the model's profile cannot carry (refused before any request)
 document_unreadable                 config       ContentPart.from_document_text could not read or extract a file
 pdf_unavailable                     config       reading a PDF needs the optional extra arknb[pdf]
@@ -190,6 +192,8 @@ class ErrorCode(StrEnum):
     GRAPH_NODE_FAILED = "graph_node_failed"
     GRAPH_RUN_NOT_FOUND = "graph_run_not_found"
     HUMAN_ANSWER_INVALID = "human_answer_invalid"
+    OUTPUT_INVALID = "output_invalid"
+    OUTPUT_SCHEMA_UNSUPPORTED = "output_schema_unsupported"
     # media (DESIGN §17)
     UNSUPPORTED_CONTENT = "unsupported_content"
     DOCUMENT_UNREADABLE = "document_unreadable"

@@ -12,7 +12,7 @@ from .frozen import DeepFrozenModel, FrozenJSON
 from .messages import AgentMessage
 from .tools import ToolDefinition
 
-__all__ = ["FinishReason", "ModelConfig", "ModelRequest", "ModelResponse", "Usage"]
+__all__ = ["FinishReason", "ModelConfig", "ModelRequest", "ModelResponse", "OutputSchema", "Usage"]
 
 
 class FinishReason(StrEnum):
@@ -35,6 +35,9 @@ class Usage(BaseModel):
     output_tokens: int = Field(default=0, ge=0)
     reasoning_tokens: int = Field(default=0, ge=0)
     cached_tokens: int = Field(default=0, ge=0)
+    reported: bool = True
+    """False when the server sent no usage: the counts are unknown, not zero (DESIGN §17).
+    A sum is reported only if every part was."""
 
     @property
     def total_tokens(self) -> int:
@@ -47,7 +50,8 @@ class Usage(BaseModel):
         return Usage(input_tokens=self.input_tokens + other.input_tokens,
                      output_tokens=self.output_tokens + other.output_tokens,
                      reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-                     cached_tokens=self.cached_tokens + other.cached_tokens)
+                     cached_tokens=self.cached_tokens + other.cached_tokens,
+                     reported=self.reported and other.reported)
 
 
 _CONFIG_ORIGIN = ("ModelConfig.{} is read-only: build a changed config with "
@@ -69,8 +73,27 @@ class ModelConfig(DeepFrozenModel):
     extensions: Annotated[dict[str, Any], _EXTENSIONS] = Field(default_factory=lambda: _EXTENSIONS.freeze({}))
 
 
+_SCHEMA_ORIGIN = "OutputSchema.json_schema is read-only: build a new OutputSchema"
+
+
+class OutputSchema(DeepFrozenModel):
+    """The shape a typed answer must have, asked for natively (``response_format``
+    json_schema) by a provider that supports it (DESIGN §17).
+
+    Attributes:
+        name: the schema's name (letters, digits, ``_`` and ``-``), e.g. ``"Weather"``.
+        json_schema: the JSON Schema of the answer.
+        strict: ask the server to follow the schema exactly (OpenAI ``strict``).
+    """
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    json_schema: Annotated[dict[str, Any], FrozenJSON(_SCHEMA_ORIGIN)]
+    strict: bool = False
+
+
 class ModelRequest(BaseModel):
-    """One call to the model: the messages, the tools it may call, the config.
+    """One call to the model: the messages, the tools it may call, the config, and the
+    schema of a typed answer when the provider is asked for it natively.
 
     ``context_version`` and ``context_changes`` say how the messages differ from the
     session's raw history (see :mod:`arknb.domain.context`); the runtime sets them on
@@ -84,6 +107,7 @@ class ModelRequest(BaseModel):
     config: ModelConfig = Field(default_factory=ModelConfig)
     context_version: int = 0
     context_changes: tuple[ContextChange, ...] = ()
+    output: OutputSchema | None = None
 
 
 class ModelResponse(BaseModel):

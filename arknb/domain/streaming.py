@@ -72,6 +72,8 @@ class RetryNotice(BaseModel):
     attempt: int
     delay: float
     error: ErrorInfo
+    reason: str | None = None
+    """Why trying again is safe, in words (e.g. the stream was cut before anything was shown)."""
 
 
 class ModelComplete(BaseModel):

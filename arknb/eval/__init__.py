@@ -15,7 +15,7 @@ from .case import Case, CaseResult
 from .cassettes import ForkedModel, Recorder, ReplayModel, fork
 from .compare import CaseChange, Comparison, compare
 from .divergence import Divergence, first_divergence
-from .graders import contains, exact, json_schema, max_turns, regex, stop_reason, tool_called, trajectory
+from .graders import contains, exact, json_schema, max_turns, output_is, regex, stop_reason, tool_called, trajectory
 from .grading import Grade, Grader, grader
 from .judge import llm_judge
 from .report import CaseRow, RunRecord, SuiteReport
@@ -36,7 +36,7 @@ __all__ = [
     # record and replay
     "ForkedModel", "Recorder", "ReplayModel", "fork", "Divergence", "first_divergence",
     # graders
-    "Grade", "Grader", "grader", "contains", "exact", "json_schema", "llm_judge", "max_turns", "regex",
+    "Grade", "Grader", "grader", "contains", "exact", "json_schema", "llm_judge", "output_is", "max_turns", "regex",
     "stop_reason", "tool_called", "trajectory",
     # suites and reports
     "Case", "CaseResult", "SimulatedUser", "simulated_user", "run_suite", "rescore", "CaseRow", "RunRecord",

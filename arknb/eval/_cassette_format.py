@@ -90,7 +90,11 @@ class RequestHasher:
                                              for t in request.tools))
             self._tools = tools
         config = canonical_json(request.config.model_dump(mode="json", exclude_defaults=True))
-        return f'{{"config":{config},"messages":[{",".join(parts)}],"tools":[{tools[1]}]}}'
+        # A typed answer asked for natively (DESIGN §17) is part of the request; absent, the
+        # canonical form is what it always was (older cassettes still match).
+        output = request.output
+        tail = "" if output is None else f',"output":{canonical_json(output.model_dump(mode="json"))}'
+        return f'{{"config":{config},"messages":[{",".join(parts)}]{tail},"tools":[{tools[1]}]}}'
 
     @staticmethod
     def digest(canonical: str) -> str:

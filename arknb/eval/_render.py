@@ -99,7 +99,7 @@ def report_html(report: SuiteReport) -> str:
             f'<td class="num" data-sort="{row.passes / row.runs:.4f}">{passes}</td>'
             f'<td data-sort="{sum(g.passed for g in row.grades)}">{_grades_html(row)}</td>'
             f'<td class="num">{row.turns}</td><td class="num">{row.tool_calls}</td>'
-            f'<td class="num">{row.tokens}</td>'
+            f'<td class="num">{_tokens(row.tokens)}</td>'
             f'<td class="num" data-sort="{row.latency_s:.6f}">{row.latency_s:.2f}</td>'
             f"<td>{_e(row.stop_reason or '')}</td>"
             f'<td class="err">{_e(row.error or "")}</td>'
@@ -126,7 +126,7 @@ def report_markdown(report: SuiteReport) -> str:
         if len(error) > 120:
             error = error[:117] + "..."
         lines.append(f"| {_md(row.name)} | {status} | {row.passes}/{row.runs} | {_md(grades)} | {row.turns} | "
-                     f"{row.tool_calls} | {row.tokens} | {row.latency_s:.2f} | {_md(row.stop_reason or '')} | "
+                     f"{row.tool_calls} | {_tokens(row.tokens)} | {row.latency_s:.2f} | {_md(row.stop_reason or '')} | "
                      f"{_md(error)} |")
     return "\n".join(lines)
 
@@ -162,3 +162,8 @@ def comparison_markdown(comparison: Comparison) -> str:
         lines += ["", "| case | change | baseline | candidate |", "|---|---|---|---|"]
         lines += [f"| {_md(n)} | {ch} | {b or '—'} | {a or '—'} |" for n, b, a, ch in changed]
     return "\n".join(lines)
+
+
+def _tokens(tokens: int | None) -> str:
+    """A row's tokens, "unknown" when a server sent no usage (never shown as 0)."""
+    return "unknown" if tokens is None else str(tokens)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_jsonable_python
+
 from ..domain import AgentMessage, ArkError, ToolCall, Usage, invalid_argument
 from ..events import AgentEvent, EventTypes
 from ..runtime import AgentRunResult, StopReason
@@ -159,6 +161,18 @@ class CaseResult:
     def stop_reason(self) -> StopReason | None:
         """How the last run ended."""
         return self.run.stop_reason if self.run is not None else None
+
+    @property
+    def output(self) -> Any:
+        """The last run's typed answer as JSON-ready data (DESIGN §17), or None: from the
+        run, or (a result rebuilt from a report) from its ``agent.success`` event."""
+        if self.run is not None and self.run.output is not None:
+            return to_jsonable_python(self.run.output)
+        for event in reversed(self.events):
+            if event.type == "agent.success":
+                value = event.payload.get("output")
+                return value.thaw() if hasattr(value, "thaw") else value
+        return None
 
     @classmethod
     def build(cls, runs: list[AgentRunResult], events: list[AgentEvent], latency_s: float,

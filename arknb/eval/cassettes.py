@@ -29,6 +29,7 @@ from typing import Any, AsyncIterator, Literal
 from ..domain import (
     ArkError, CancellationToken, ErrorCode, ErrorLayer, ModelRequest, ModelResponse, StreamingEvent, invalid_argument,
 )
+from ..providers import Capabilities
 from ._cassette_format import CASSETTE, CassetteRecord, RequestHasher, append_record, header_line, load_records
 from ._files import as_path, check_header, export_lint, iter_jsonl, write_lines_atomically
 from ._request_diff import describe_request_diff, similarity
@@ -232,6 +233,14 @@ class ReplayModel:
         return len(self._tape.records)
 
     @property
+    def capabilities(self) -> Capabilities:
+        """What the recorded model could do, as far as the cassette shows: a typed answer
+        recorded with native JSON-schema output is asked for natively on replay too."""
+        native = any("output" in record.request for record in self._tape.records
+                     if isinstance(record.request, dict))
+        return Capabilities(json_schema_output=native)
+
+    @property
     def played(self) -> int:
         """How many model calls were answered so far."""
         return self._tape.calls
@@ -329,6 +338,11 @@ class Recorder:
     def recording(self) -> bool:
         """False when this recorder only replays (mode ``"once"`` on an existing cassette)."""
         return not self._replay_only
+
+    @property
+    def capabilities(self) -> Any:
+        """The recorded client's capabilities (a typed answer is asked for the same way)."""
+        return getattr(self.client, "capabilities", None)
 
     def secret_values(self) -> tuple[Any, ...]:
         """The client's key values, so the runtime's secret lint knows them too."""

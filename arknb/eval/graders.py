@@ -21,7 +21,8 @@ from .grading import Grade, Grader
 if TYPE_CHECKING:
     from .case import Case, CaseResult
 
-__all__ = ["contains", "exact", "json_schema", "max_turns", "regex", "stop_reason", "tool_called", "trajectory"]
+__all__ = ["contains", "exact", "json_schema", "max_turns", "output_is", "regex", "stop_reason", "tool_called",
+           "trajectory"]
 
 
 def _check_text(value: Any, what: str) -> str:
@@ -154,6 +155,36 @@ def json_schema(schema: Mapping[str, Any] | type, *, name: str | None = None) ->
     pydantic model class. A single Markdown code fence around the JSON is allowed.
     """
     return _JsonSchema(schema, name)
+
+
+class _OutputIs(Grader):
+    def __init__(self, expected: Any, partial: bool, name: str | None) -> None:
+        from pydantic_core import to_jsonable_python
+
+        if expected is None:
+            raise invalid_argument("output_is(expected): expected is None; use stop_reason('completed') to check "
+                                   "that a run ended, or give the typed answer you expect")
+        self.expected = to_jsonable_python(expected)
+        self.partial = bool(partial)
+        self.name = name or _label("output_is", self.expected)
+
+    async def __call__(self, case: Case, result: CaseResult) -> Grade:
+        got = result.output
+        if got is None:
+            how = result.stop_reason.value if result.stop_reason is not None else "no run"
+            return Grade(self.name, False, 0.0, f"the run gave no typed answer (it ended {how}; text "
+                                                f"{short(result.final_text)})")
+        if (_subset(self.expected, got) if self.partial else got == self.expected):
+            return Grade(self.name, True, 1.0, "the typed answer is " + ("as expected where given" if self.partial
+                                                                         else "the expected value"))
+        return Grade(self.name, False, 0.0, f"expected {short(self.expected)}, got {short(got)}")
+
+
+def output_is(expected: Any, *, partial: bool = False, name: str | None = None) -> Grader:
+    """Passes when the run's typed answer (``output_type=``, DESIGN §17) equals ``expected``
+    (a pydantic model, dataclass, dict, list, str...; compared as JSON). With
+    ``partial=True`` only the keys ``expected`` gives must match (nested dicts too)."""
+    return _OutputIs(expected, partial, name)
 
 
 def _subset(want: Any, got: Any) -> bool:

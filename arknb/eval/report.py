@@ -75,7 +75,8 @@ class CaseRow:
     grades: tuple[Grade, ...]
     turns: int
     tool_calls: int
-    tokens: int
+    tokens: int | None
+    """Tokens per run; None when a server sent no usage for some call (unknown, not 0)."""
     latency_s: float
     stop_reason: str | None
     error: str | None
@@ -129,7 +130,8 @@ def build_row(name: str, runs: list[RunRecord]) -> CaseRow:
     n = len(runs)
     return CaseRow(name=name, status=status, grades=_aggregate_grades(runs),
                    turns=round(sum(r.turns for r in runs) / n), tool_calls=round(sum(r.tool_calls for r in runs) / n),
-                   tokens=round(sum(r.usage.total_tokens for r in runs) / n),
+                   tokens=round(sum(r.usage.total_tokens for r in runs) / n)
+                   if all(r.usage.reported for r in runs) else None,
                    latency_s=sum(r.latency_s for r in runs) / n, stop_reason=runs[-1].stop_reason,
                    error=next((r.error for r in runs if r.error), None),
                    passes=statuses.count("passed"), runs=n)

@@ -27,6 +27,9 @@ class EventTypes:
     LLM_BEFORE = "llm.before"              # turn, model, message_count, tools
     LLM_CHUNK = "llm.chunk"                # kind ("text" | "reasoning"), text, index
     LLM_RETRY = "llm.retry"                # turn, attempt, delay, error (the provider retries)
+    LLM_TRUNCATED = "llm.truncated"        # turn, finish_reason, max_tokens, output_tokens (an answer cut at max_tokens)
+    OUTPUT_VALIDATED = "output.validated"  # turn, mode, name, retries, output (a typed answer, DESIGN §17)
+    OUTPUT_RETRY = "output.retry"          # turn, attempt, mode, name, retrying, fields, errors
     LLM_AFTER = "llm.after"                # turn, message, finish_reason, usage, raw_text, raw_reasoning
     TOOL_BEFORE = "tool.before"            # call, batch_id
     TOOL_AFTER = "tool.after"              # call, result, batch_id, duration_ms
@@ -62,4 +65,5 @@ class EventTypes:
         STATE_LOADED, RUNTIME_DETACHED, SECRET_REDACTED, PLAN_UPDATED, PLAN_REVIEW_REQUIRED,
         PLAN_REVIEW_RESOLVED, SKILL_ACTIVATED, CONTEXT_COMPRESSED, MEMORY_RECORDED, OPERATION_IN_DOUBT, BUS_DROPPED,
         GRAPH_STEP_STARTED, GRAPH_STEP_FINISHED, GRAPH_WAITING,
+        LLM_TRUNCATED, OUTPUT_VALIDATED, OUTPUT_RETRY,
     )

@@ -26,10 +26,12 @@ What :class:`SubAgentsExtension` contributes through the seam (DESIGN §14):
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Iterable, Sequence
 
 from pydantic import Field
+from pydantic_core import to_jsonable_python
 
 from ..domain import ArkError, ErrorCode, ErrorLayer, ToolCall, ToolResult, invalid_argument
 from ..hooks import AfterRunHookContext, AgentHook
@@ -260,6 +262,8 @@ class SubAgentsExtension(Extension):
                              "was closed); approve to continue it, deny to stop it", kind=SUBAGENT_KIND,
                              detail={"agent": agent_name, "session": record["session"], "suspended": True})
         if result.stop_reason == "completed":
+            if result.output is not None:  # a typed answer (SubAgent(output_type=...)): its JSON
+                return json.dumps(to_jsonable_python(result.output), ensure_ascii=False)
             return result.text or "(the sub-agent finished without a text answer)"
         why = result.error.message if result.error is not None else "no error was given"
         return ToolResult.from_text(f"sub-agent {agent_name} did not finish its task: it ended "

@@ -35,6 +35,9 @@ class SubAgent:
             builds the child for that session id. To continue a delegation after a
             restart it is called again with the same id, so give the child a storage
             that outlives the process (the parent's is a good choice).
+        output_type: the type of the child's answer (DESIGN §17): the child is asked for a
+            typed answer, and ``delegate_task`` answers the parent with its JSON. A
+            :meth:`clone` takes it as ``output_type=`` too.
 
     Example:
         >>> researcher = ark.SubAgent("researcher", "Finds facts in the docs.",
@@ -42,7 +45,8 @@ class SubAgent:
         >>> helper = ark.SubAgent.clone("helper", "Does a side task with my tools.")                  # doctest: +SKIP
     """
 
-    def __init__(self, name: str, description: str, runtime_factory: RuntimeFactory) -> None:
+    def __init__(self, name: str, description: str, runtime_factory: RuntimeFactory, *,
+                 output_type: Any = None) -> None:
         if not isinstance(name, str) or not _NAME.match(name):
             raise invalid_argument(f"SubAgent name must be 1-32 letters, digits, '_' or '-', starting with a letter "
                                    f"(it becomes part of session and approval ids), got {name!r}")
@@ -54,6 +58,7 @@ class SubAgent:
         self.name = name
         self.description = description.strip()
         self.runtime_factory = runtime_factory
+        self.output_type = output_type
         self._clone: dict[str, Any] | None = None
 
     @classmethod
@@ -75,7 +80,7 @@ class SubAgent:
         excluded = tuple(exclude_tools)
         if not all(isinstance(n, str) for n in excluded):
             raise invalid_argument("SubAgent.clone: exclude_tools must be tool names")
-        agent = cls(name, description, _unbound)
+        agent = cls(name, description, _unbound, output_type=options.pop("output_type", None))
         agent._clone = {"system_prompt": system_prompt, "tools": None if tools is None else list(tools),
                         "exclude_tools": excluded, "options": dict(options)}
         return agent
@@ -116,6 +121,8 @@ class SubAgent:
         # what it publishes and saves, and what it hands back, never holds them.
         for secret in parent_options.get("secrets", ()):
             child.secret_lint.add(secret)
+        if self.output_type is not None:
+            child.output_type = self.output_type  # its runs (and a resumed one) answer with this type
         return child
 
     def __repr__(self) -> str:

@@ -2,9 +2,9 @@
 
 from . import openai_compat
 from .base import LLMClient
-from .openai_compat import OpenAICompatibleClient, ProviderProfile, RetryPolicy, Timeouts
+from .openai_compat import Capabilities, OpenAICompatibleClient, ProviderProfile, RetryPolicy, Timeouts
 from .openai_compat import profiles
 from .scripted import ScriptedModel, ScriptedTurn
 
-__all__ = ["LLMClient", "OpenAICompatibleClient", "ProviderProfile", "RetryPolicy", "ScriptedModel",
+__all__ = ["Capabilities", "LLMClient", "OpenAICompatibleClient", "ProviderProfile", "RetryPolicy", "ScriptedModel",
            "ScriptedTurn", "Timeouts", "openai_compat", "profiles"]

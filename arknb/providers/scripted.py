@@ -14,8 +14,12 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import Iterable
-from typing import AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Sequence
+
+from pydantic_core import to_jsonable_python
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
@@ -25,7 +29,11 @@ from ..domain import (
     ToolCall, ToolCallDelta, Usage, UsageUpdate,
 )
 
+from .openai_compat.profiles import Capabilities
+
 __all__ = ["ScriptedModel", "ScriptedTurn"]
+
+_FINAL_RESULT = "final_result"  # the runtime's tool for a typed answer (arknb.runtime.output)
 
 
 def _chunks(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -45,6 +53,10 @@ class ScriptedTurn(BaseModel):
         chunk_delay: seconds to wait before each chunk (to watch streaming or test Stop).
         finish_reason: defaults to ``tool_calls`` when there are calls, else ``stop``.
         error: raise this error after the chunks instead of completing (to test failures).
+        output: a typed answer (a pydantic model, dataclass, dict, list, str...): played as
+            the JSON text when the request asks for JSON-schema output natively, or as a
+            ``final_result`` tool call when the request offers that tool (DESIGN §17). A
+            scripted wrong answer is just JSON text: ``ScriptedTurn('{"temp": "warm"}')``.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -56,7 +68,9 @@ class ScriptedTurn(BaseModel):
     chunk_delay: float = Field(default=0.0, ge=0.0)
     finish_reason: FinishReason | None = None
     error: ArkError | None = None
+    output: Any = None
     _events: tuple | None = PrivateAttr(default=None)
+    _played: dict | None = PrivateAttr(default=None)
 
     @field_validator("text", "reasoning", mode="before")
     @classmethod
@@ -67,6 +81,42 @@ class ScriptedTurn(BaseModel):
 
     def __init__(self, text: str | Sequence[str] = (), **data: object) -> None:
         super().__init__(text=text, **data)
+        if self.output is not None and (self.text or self.tool_calls):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           "ScriptedTurn: give output= (a typed answer) or text=/tool_calls=, not both")
+
+    def played(self, request: ModelRequest) -> ScriptedTurn:
+        """The turn as played for ``request``: an ``output=`` turn becomes JSON text (native
+        JSON-schema output, or no typed answer asked) or a ``final_result`` call (the tool is
+        offered); any other turn is itself."""
+        if self.output is None:
+            return self
+        tool = next((t for t in request.tools if t.name == _FINAL_RESULT), None)
+        mode = "tool" if tool is not None and request.output is None else "text"
+        schema = tool.parameters if mode == "tool" else request.output.json_schema if request.output else None
+        # A type that is not an object is asked for under "response" (arknb.runtime.output).
+        wrapped = schema is not None and list(schema.get("required") or ()) == ["response"] and \
+            set(schema.get("properties") or {}) == {"response"}
+        key = (mode, wrapped, request.output is not None)  # one turn may serve several runtimes
+        cache = self._played if self._played is not None else {}
+        self._played = cache
+        if key not in cache:
+            value = to_jsonable_python(self.output)
+            if wrapped and not (isinstance(value, dict) and set(value) == {"response"}):
+                value = {"response": value}
+            if mode == "text":
+                plain = isinstance(value, str) and request.output is None
+                cache[key] = self.model_copy(update={"output": None, "text": (
+                    value if plain else json.dumps(value, ensure_ascii=False),)})
+            else:
+                arguments = json.dumps(value, ensure_ascii=False)
+                # A deterministic id (a replayed script gives the same transcript every time).
+                digest = hashlib.sha256(arguments.encode()).hexdigest()[:12]
+                call = ToolCall(id=f"call_output_{digest}", name=_FINAL_RESULT, arguments_json=arguments)
+                cache[key] = self.model_copy(update={"output": None, "tool_calls": (call,)})
+            cache[key]._events = None
+            cache[key]._played = None
+        return cache[key]
 
     def response(self) -> ModelResponse:
         """The complete response this turn stands for."""
@@ -93,7 +143,7 @@ class ScriptedModel:
     (e.g. by Stop). When the script runs out, the call raises ``script_exhausted``.
     """
 
-    def __init__(self, turns: Iterable[ScriptedTurn | str]) -> None:
+    def __init__(self, turns: Iterable[ScriptedTurn | str], *, json_schema_output: bool = True) -> None:
         if isinstance(turns, (str, ScriptedTurn)) or not isinstance(turns, Iterable):
             raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
                            f"ScriptedModel expects a list of turns, e.g. ScriptedModel(['Hello!']), got {type(turns).__name__}")
@@ -106,11 +156,15 @@ class ScriptedModel:
                                f"ScriptedModel turn {i} must be a ScriptedTurn or str, got {type(turn).__name__}")
             parsed.append(turn)
         self.turns: tuple[ScriptedTurn, ...] = tuple(parsed)
+        self.capabilities = Capabilities(json_schema_output=bool(json_schema_output))
+        """What this scripted "server" can do: with ``json_schema_output=False`` a typed
+        answer is asked for with the ``final_result`` tool, as of a provider without it."""
         self.requests: list[ModelRequest] = []
         self.closed_streams = 0
         self._next = 0
         for turn in self.turns:  # build the replayed events now, not while the run streams
-            self._prebuild(turn)
+            if turn.output is None:
+                self._prebuild(turn)
 
     @property
     def remaining(self) -> int:
@@ -152,7 +206,7 @@ class ScriptedModel:
                      cancel: CancellationToken | None = None) -> AsyncIterator[StreamingEvent]:
         """Yield the next turn's events (``model_start`` ... ``model_complete``)."""
         index = self._take(request)
-        turn = self.turns[index]
+        turn = self.turns[index].played(request)
         delay = turn.chunk_delay
         events = self._prebuild(turn)
         last = len(events) - 1
@@ -175,7 +229,7 @@ class ScriptedModel:
                        cancel: CancellationToken | None = None) -> ModelResponse:
         """The next turn's complete response, without streaming."""
         index = self._take(request)
-        turn = self.turns[index]
+        turn = self.turns[index].played(request)
         if turn.error is not None:
             raise turn.error
         return turn.response()

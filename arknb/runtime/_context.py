@@ -14,7 +14,7 @@ class RunContext:
 
     __slots__ = ("run_id", "cancel", "turn", "usage", "started_at", "after_run_done",
                  "suspend_requested", "task", "final_message", "cancel_requested", "started", "finishing",
-                 "continued")
+                 "continued", "output", "truncated")
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
@@ -30,6 +30,8 @@ class RunContext:
         self.started = False
         self.finishing = False
         self.continued = False  # it goes on with an earlier run's id (after a crash or in-doubt calls)
+        self.output = None  # the run's OutputPhase (set at launch): how its answer is asked for and settled
+        self.truncated = False  # the last model answer was cut at max_tokens
 
 
 class OfRun:

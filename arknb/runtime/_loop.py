@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ToolResult, ToolRisk
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, FinishReason, ToolResult, ToolRisk
 from ..events import EventTypes
 from ..events.envelope import flat_payload
 from ..hooks import (
@@ -331,8 +331,9 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     response = await call_model(rt, ctx)
     message = response.message
     rt._append_history((message,), usage=response.usage)
+    _note_finish(rt, ctx, response)
     await autosave(rt, ctx, "after_model_text")
-    if message.tool_calls:
+    if message.tool_calls and not ctx.output.answers(message):
         hit = rt.loop_detector.observe(message.tool_calls)
         if hit is not None:
             return await _on_loop(rt, ctx, message, hit)
@@ -368,8 +369,23 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, set
     return step
 
 
+def _note_finish(rt: AgentRuntime, ctx: RunContext, response) -> None:
+    """An answer cut at max_tokens is said so (DESIGN §17): the run's result is marked
+    truncated if its final answer is, and ``llm.truncated`` tells the chat and the timeline."""
+    ctx.truncated = response.finish_reason is FinishReason.LENGTH
+    if ctx.truncated:
+        rt._emit(EventTypes.LLM_TRUNCATED, lambda: flat_payload(
+            turn=ctx.turn, finish_reason=response.finish_reason.value, max_tokens=rt.config.max_tokens,
+            output_tokens=response.usage.output_tokens if response.usage.reported else None))
+
+
 async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, *, has_tools: bool) -> NextStep:
     action = "accept"
+    # The answer is settled first (a typed one is validated, its final_result call paired
+    # with its result), so the turn's hooks see a consistent history.
+    step = NextStep.run_again() if has_tools else await ctx.output.settle(rt, ctx, message)
+    if step.kind == NextStep.RUN_AGAIN and not has_tools:
+        action = "output_retry"
     if rt._pipeline.has(HookSlot.ON_TURN_COMPLETION):
         await rt._invocations.flush_staged()  # a record held back is committed before user code runs
         decision = await rt._pipeline.on_turn_completion(TurnCompletionHookContext(
@@ -378,12 +394,11 @@ async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessag
             raise abort_error("on_turn_completion", decision.hook, decision.reason, decision.error)
         if decision.action is TurnCompletionAction.CONTINUE_RUN:
             action = "continue_run"
+            step = NextStep.run_again()
             if decision.messages:
                 rt._append_history(decision.messages)
     await _turn_completed_event(rt, ctx, message, action)
-    if has_tools or action == "continue_run":
-        return NextStep.run_again()
-    return NextStep.final(message)
+    return step
 
 
 async def _turn_completed_event(rt, ctx, message, action) -> None:
@@ -452,7 +467,7 @@ async def _settle(rt: AgentRuntime, ctx: RunContext, step: NextStep) -> AgentRun
                                  persisted=False)
         rt._emit(EventTypes.AGENT_SUSPENDED, {"reason": "suspend", "batch_id": None})
         return await _finish(rt, ctx, StopReason.SUSPENDED, saved_already=True)
-    return await _finish(rt, ctx, step.stop_reason, error=step.error, final_message=step.message)
+    return await _finish(rt, ctx, step.stop_reason, error=step.error, final_message=step.message, output=step.output)
 
 
 _TERMINAL_EVENTS = {
@@ -468,7 +483,7 @@ _TERMINAL_EVENTS = {
 
 async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, error: ArkError | None = None,
                   final_message: AgentMessage | None = None, saved_already: bool = False, persisted: bool = True,
-                  extra: dict | None = None) -> AgentRunResult:
+                  extra: dict | None = None, output: Any = None) -> AgentRunResult:
     """The one terminal path: state, mandatory save, terminal event, after_run (exactly once)."""
     ctx.finishing = True
     if reason is StopReason.CANCELLED:
@@ -491,7 +506,8 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
             # session is now marked not resumable).
             error = save_error(saved.error)
     result = AgentRunResult(run_id=ctx.run_id, stop_reason=reason, final_message=final_message, error=error,
-                            usage=ctx.usage, turns=ctx.turn, session_id=rt.session_id, persisted=persisted)
+                            usage=ctx.usage, turns=ctx.turn, session_id=rt.session_id, persisted=persisted,
+                            output=output, truncated=ctx.truncated and final_message is not None)
     event_type = _TERMINAL_EVENTS.get(reason)
     if event_type is not None:
         payload = result.to_dict()

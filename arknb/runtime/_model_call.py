@@ -234,7 +234,8 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                 complete = event.response
             elif kind == "retry":
                 emit(EventTypes.LLM_RETRY, {"turn": ctx.turn, "attempt": event.attempt, "delay": event.delay,
-                                            "error": event.error.model_dump(mode="json")})
+                                            "error": event.error.model_dump(mode="json"),
+                                            "reason": getattr(event, "reason", None)})
             elif kind == "error":
                 raise event.error.to_error()
         if held_text or held_reasoning:

@@ -48,14 +48,15 @@ class RunControl:
         ctx = self._active
         return RunHandle(ctx.task, ctx.run_id, self.cancel) if ctx is not None and ctx.task is not None else None
 
-    async def run(self, input: RunInput) -> AgentRunResult:
+    async def run(self, input: RunInput, *, output_type: Any = None) -> AgentRunResult:
         """Run to the end and return the result. Cancelling the awaiting task cancels the run.
 
         A saved session is loaded first; if its state cannot be read, the load error is
-        raised and nothing is saved over it.
+        raised and nothing is saved over it. ``output_type`` asks this run for a typed
+        answer (``result.output``; DESIGN §17) instead of the runtime's ``output_type``.
         """
         await self._load()
-        handle = self.start(input)
+        handle = self.start(input, output_type=output_type)
         try:
             return await handle.wait()
         except asyncio.CancelledError:
@@ -63,7 +64,7 @@ class RunControl:
             await asyncio.wait({handle.task})
             raise
 
-    def start(self, input: RunInput) -> RunHandle:
+    def start(self, input: RunInput, *, output_type: Any = None) -> RunHandle:
         """Start a run as a background task on the running loop and return its handle.
 
         This is what widgets use: the notebook cell returns at once, so button clicks
@@ -74,10 +75,11 @@ class RunControl:
         messages = self._coerce_input(input)
         self._check_can_start(new_input=True)
         self._check_model_takes(messages)
+        self._run_output = self._output_phase(output_type)
         return self._launch(lambda ctx: drive(self, ctx, new_input=messages),
                             recheck=lambda: self._check_state_allows(new_input=True))
 
-    async def run_stream(self, input: RunInput) -> AsyncIterator[AgentEvent]:
+    async def run_stream(self, input: RunInput, *, output_type: Any = None) -> AsyncIterator[AgentEvent]:
         """Run and yield every event of the run as it happens; ``runtime.last_result`` holds the result."""
         channel: EventChannel[AgentEvent] = EventChannel()
         run_ids: set[str] = set()
@@ -90,7 +92,7 @@ class RunControl:
         unsubscribe = self.bus.subscribe("*", listener)
         handle: RunHandle | None = None
         try:
-            handle = self.start(input)
+            handle = self.start(input, output_type=output_type)
             run_ids.add(handle.run_id)
             # Every event of the run is published before its task completes.
             handle.task.add_done_callback(lambda _task: channel.close())
@@ -311,6 +313,7 @@ class RunControl:
                            "starting a run needs a running asyncio loop: in a notebook cell call it directly "
                            "(or `await runtime.run(...)`); in a script use asyncio.run(main())") from None
         ctx = RunContext(run_id or self._new_id("run"))
+        ctx.output = self._run_output
         ctx.turn = turn
         ctx.continued = run_id is not None
         self._active = ctx

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from ..domain import AgentMessage, ArkError, Usage
 
 __all__ = ["AgentRunResult", "NextStep", "StopReason"]
@@ -49,10 +51,14 @@ class AgentRunResult:
     session_id: str = ""
     persisted: bool = True
     """False when the final save failed (the session is then marked not resumable)."""
+    output: Any = None
+    """The typed answer of a run with ``output_type`` (DESIGN §17), else None; ``text`` stays the raw text."""
+    truncated: bool = False
+    """True when the final answer was cut at ``max_tokens`` (finish reason ``length``)."""
 
     @property
     def text(self) -> str:
-        """The final message's text ('' if there is none)."""
+        """The final message's raw text ('' if there is none); a typed answer is in :attr:`output`."""
         return self.final_message.text if self.final_message is not None else ""
 
     @property
@@ -64,7 +70,9 @@ class AgentRunResult:
         """A JSON-ready summary (used in ``agent.*`` event payloads)."""
         return {"run_id": self.run_id, "stop_reason": self.stop_reason.value, "text": self.text,
                 "error": self.error.to_dict() if self.error else None,
-                "usage": self.usage.model_dump(), "turns": self.turns, "persisted": self.persisted}
+                "usage": self.usage.model_dump(), "turns": self.turns, "persisted": self.persisted,
+                **({"output": to_jsonable_python(self.output)} if self.output is not None else {}),
+                **({"truncated": True} if self.truncated else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,7 @@ class NextStep:
     stop_reason: StopReason | None = None
     error: ArkError | None = None
     batch: Any = None
+    output: Any = None
 
     RUN_AGAIN = "run_again"
     FINAL = "final"
@@ -87,8 +96,8 @@ class NextStep:
         return cls(cls.RUN_AGAIN)
 
     @classmethod
-    def final(cls, message: AgentMessage | None) -> NextStep:
-        return cls(cls.FINAL, message=message, stop_reason=StopReason.COMPLETED)
+    def final(cls, message: AgentMessage | None, *, output: Any = None) -> NextStep:
+        return cls(cls.FINAL, message=message, stop_reason=StopReason.COMPLETED, output=output)
 
     @classmethod
     def await_approval(cls, batch: Any) -> NextStep:

@@ -38,6 +38,7 @@ from ._in_doubt import InDoubtKind, pause_interrupted_run
 from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._invocation import make_invocations
+from ._output import OutputPhase, output_phase
 from ._keywords import keyword_extensions
 from ._redaction import Redactor
 from ._run_control import RunControl
@@ -47,6 +48,7 @@ from ._weak import NO_CONTROLLER, controller_of, weak_method
 from . import lifecycle, live
 from .extensions import Extension
 from .loop_detector import LoopDetector
+from .output import OutputMode
 from .result import AgentRunResult
 
 __all__ = ["AgentRuntime", "RunInput"]
@@ -99,6 +101,14 @@ class AgentRuntime(RunControl):
             also a state that cannot be read) and start empty.
         save_timeout: seconds one save may take before it counts as failed
             (``state_save_failed`` naming the save and the limit); None for no limit.
+        output_type: the type of every run's answer (DESIGN §17): a pydantic model,
+            dataclass, TypedDict, ``list[...]``, ``Literal`` or ``str``; ``result.output``
+            is then the validated value (``run(..., output_type=)`` sets it per run).
+        output_mode: ``"auto"`` (native ``response_format`` json_schema where the model's
+            ``capabilities.json_schema_output`` says so, else a ``final_result`` tool),
+            ``"native"`` or ``"tool"``.
+        max_output_retries: how many more tries a wrong typed answer gets (its validation
+            errors go back to the model) before the run fails with ``output_invalid``.
 
     Example:
         >>> runtime = AgentRuntime(ScriptedModel(["Hi!"]))      # doctest: +SKIP
@@ -114,7 +124,8 @@ class AgentRuntime(RunControl):
                  state: AgentState | None = None, fresh: bool = False,
                  save_timeout: float | None = _DEFAULT_SAVE_TIMEOUT, plan_mode: Any = None, skills: Any = None,
                  compressor: Any = None, memory: Any = None, subagents: Any = None,
-                 extensions: Iterable[Extension] = ()) -> None:
+                 extensions: Iterable[Extension] = (), output_type: Any = None, output_mode: OutputMode = "auto",
+                 max_output_retries: int = 2) -> None:
         if not callable(getattr(model, "stream", None)):
             raise invalid_argument(f"model must be an LLMClient with a stream() method (e.g. ScriptedModel), "
                                    f"got {type(model).__name__}")
@@ -160,6 +171,10 @@ class AgentRuntime(RunControl):
             raise invalid_argument(f"fresh must be a bool, got {fresh!r}")
         if fresh and state is not None:
             raise invalid_argument("fresh=True discards the saved state, so it cannot be combined with state=")
+        if output_mode not in ("auto", "native", "tool"):
+            raise invalid_argument(f"output_mode must be 'auto', 'native' or 'tool', got {output_mode!r}")
+        if isinstance(max_output_retries, bool) or not isinstance(max_output_retries, int) or max_output_retries < 0:
+            raise invalid_argument(f"max_output_retries must be an int >= 0, got {max_output_retries!r}")
         if save_timeout is not None and (isinstance(save_timeout, bool) or not isinstance(save_timeout, (int, float))
                                          or not save_timeout > 0):
             raise invalid_argument(f"save_timeout must be seconds > 0 or None, got {save_timeout!r}")
@@ -240,6 +255,11 @@ class AgentRuntime(RunControl):
                 "runs or decides anything: use the newer runtime"))
         self._extensions.install(lambda name: make_scope(self, name))
         self._offered_tools()  # a tool name two owners claim fails here, not in the first run
+        self.output_mode: OutputMode = output_mode
+        self.max_output_retries = max_output_retries
+        self._output_type = output_type
+        # The output phase of the current (or next continued) run; start() makes a fresh one.
+        self._run_output: OutputPhase = self._output_phase(None)
         if state is not None:
             self._extensions.mark_restored(state)
 
@@ -449,11 +469,39 @@ class AgentRuntime(RunControl):
         state = self._state
         extensions = self._extensions
         if not extensions:
-            return ModelRequest.model_construct(messages=self._system + state.history,
-                                                tools=self.tools.definitions(), config=self.config)
-        return ModelRequest.model_construct(messages=extensions.system_messages(self._system, state) + state.history,
-                                            tools=extensions.offered_tools(self.tools, state).definitions(),
-                                            config=self.config)
+            request = ModelRequest.model_construct(messages=self._system + state.history,
+                                                   tools=self.tools.definitions(), config=self.config, output=None)
+        else:
+            request = ModelRequest.model_construct(
+                messages=extensions.system_messages(self._system, state) + state.history,
+                tools=extensions.offered_tools(self.tools, state).definitions(), config=self.config, output=None)
+        # A typed answer is asked for natively (response_format) or with a final_result tool.
+        return self._run_output.shape(request)
+
+    @property
+    def output_type(self) -> Any:
+        """The type of every run's answer (None: plain text); ``run(..., output_type=)`` overrides it."""
+        return self._output_type
+
+    @output_type.setter
+    def output_type(self, value: Any) -> None:
+        previous = self._output_type
+        self._output_type = value
+        try:
+            phase = self._output_phase(None)
+        except ArkError:
+            self._output_type = previous
+            raise
+        if self._active is None:  # a continued run (resume) asks for the new type too
+            self._run_output = phase
+
+    def _output_phase(self, output_type: Any) -> OutputPhase:
+        """The output phase of a run asking for ``output_type`` (None: the runtime's own)."""
+        phase = output_phase(output_type if output_type is not None else self._output_type, mode=self.output_mode,
+                             model=self.model, max_retries=self.max_output_retries)
+        if phase.mode == "tool":  # (only then does a tool's name matter)
+            phase.check_tools(self._offered_tools().names())
+        return phase
 
     def _offered_tools(self) -> ToolRegistry:
         """The tools the model is offered now: the user's plus the extensions' for this state."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._chat_output import output_html
 from ._chat_media import static_parts
 from ._markdown_html import markdown_html
 from ._static_html import esc, static_block
@@ -43,6 +44,8 @@ CHAT_CSS = """
 .arknb-static-chat table { border-collapse: collapse; margin: 4px 0; }
 .arknb-static-chat td, .arknb-static-chat th { border: 1px solid var(--jp-border-color2, #d0d7de); padding: 2px 6px; }
 .arknb-static-chat code { font-family: var(--jp-code-font-family, ui-monospace, monospace); font-size: 0.92em; }
+.arknb-static-chat .arknb-s-output th { text-align: left; font-weight: 600; }
+.arknb-static-chat .arknb-s-truncated { color: #b26a00; font-size: 0.92em; }
 .arknb-static-chat .arknb-img-blocked { font-style: italic; color: var(--jp-ui-font-color2, #59636e); }
 @media (prefers-color-scheme: dark) { .arknb-static-chat.arknb-standalone { color: #e6edf3; background: #0d1117;
   border-color: #30363d; } .arknb-static-chat.arknb-standalone pre, .arknb-static-chat.arknb-standalone .arknb-s-user,
@@ -109,12 +112,15 @@ def _entry(e: dict[str, Any], limit: int) -> str:
                 f'<div class="arknb-s-plain">{esc(clip(str(e.get("text") or ""), limit))}</div>'
                 f'{static_parts(e, companion=limit > 0)}</div>')
     if kind == "assistant":
-        if not e.get("text") and not e.get("reasoning"):
+        if not e.get("text") and not e.get("reasoning") and not e.get("output"):
             return ""
         reasoning = (f'<details class="arknb-s-muted"><summary>Reasoning</summary>'
                      f'{markdown_html(clip(e["reasoning"], limit))}</details>' if e.get("reasoning") else "")
+        text = markdown_html(clip(e.get("text") or "", limit))
+        if e.get("output") and e.get("text"):  # the raw JSON of a typed answer: kept, folded
+            text = f'<details class="arknb-s-muted"><summary>raw answer</summary>{text}</details>'
         return (f'<div class="arknb-s-entry arknb-s-assistant"><span class="arknb-s-who">Agent:</span>'
-                f'{reasoning}<div>{markdown_html(clip(e.get("text") or "", limit))}</div></div>')
+                f'{reasoning}{output_html(e)}<div>{text}</div></div>')
     if kind == "tool":
         status = str(e.get("status") or "")
         result = e.get("result")

@@ -64,6 +64,8 @@ def usage_of(payload: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _tokens(payload: Mapping[str, Any]) -> str:
+    if as_dict(payload.get("usage")).get("reported") is False:
+        return "tokens unknown"  # the server sent no usage: never shown as 0 (DESIGN §17)
     tin, tout = usage_of(payload)
     return f"{tin:,} in / {tout:,} out tokens" if tin or tout else ""
 
@@ -81,6 +83,32 @@ def _call(payload: Mapping[str, Any], key: str = "call") -> str:
 
 def _join(*parts: str) -> str:
     return " · ".join(p for p in parts if p)
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _truncated(p: Mapping[str, Any]) -> str:
+    return _join(f"turn {_q(p.get('turn'))} cut at max_tokens",
+                 f"max_tokens {p['max_tokens']}" if _int(p.get("max_tokens")) else "",
+                 f"{p['output_tokens']} tokens" if _int(p.get("output_tokens")) else "")
+
+
+def _validated(p: Mapping[str, Any]) -> str:
+    retries = p.get("retries")
+    return _join(f"{p.get('name') or 'output'} accepted", f"via {p['mode']}" if p.get("mode") else "",
+                 f"after {retries} retr{'y' if retries == 1 else 'ies'}" if _int(retries) and retries else "")
+
+
+def _refused(p: Mapping[str, Any]) -> str:
+    fields = p.get("fields") if isinstance(p.get("fields"), (list, tuple)) else ()
+    return _join(f"{p.get('name') or 'output'} refused (try {_q(p.get('attempt'))})",
+                 f"fields {', '.join(str(f) for f in fields)}" if fields else "",
+                 "asking again" if p.get("retrying") else "no tries left")
+
+
+_OUTPUT_SUMMARIES = {"llm.truncated": _truncated, "output.validated": _validated, "output.retry": _refused}
 
 
 def _first_input(payload: Mapping[str, Any]) -> str:
@@ -144,6 +172,8 @@ def summary(event: Mapping[str, Any]) -> str:
                      clip(error_text(p.get("error")), 80))
     if etype == "llm.after":
         return _join(f"turn {_q(p.get('turn'))}", str(p.get("finish_reason") or ""), _tokens(p), _message(p))
+    if etype in _OUTPUT_SUMMARIES:  # typed and cut answers (DESIGN §17)
+        return _OUTPUT_SUMMARIES[etype](p)
     if etype == "tool.before":
         return _call(p)
     if etype == "tool.after":
@@ -264,7 +294,11 @@ def status(event: Mapping[str, Any]) -> str:
         return "error" if p.get("ok") is False else "warn" if p.get("skipped") else ""
     if etype == "graph.step_finished" and p.get("status") == "failed":
         return "error"
+    if etype == "output.validated":
+        return "ok"
+    if etype == "output.retry":
+        return "warn" if p.get("retrying") else "error"
     if etype in ("llm.retry", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
-                 "runtime.detached", "graph.waiting"):
+                 "runtime.detached", "graph.waiting", "llm.truncated"):
         return "warn"
     return ""

@@ -4,7 +4,8 @@ The transcript is a list of entries (plain dicts, the same shape the front end
 renders), each with a stable ``id`` and a ``kind``:
 
 * ``user``: ``text``, and ``parts`` when it carries images or documents (``_chat_media``)
-* ``assistant``: ``text``, ``reasoning``, ``streaming``, ``run_id``
+* ``assistant``: ``text``, ``reasoning``, ``streaming``, ``run_id``; ``output``
+  (``{"name", "value"}``, a typed answer) and ``truncated`` when they apply
 * ``tool``: ``call_id``, ``name``, ``arguments`` (JSON text), ``status`` (requested,
   running, awaiting_approval, in_doubt, approved, done, error, denied; ``not_executed``
   or ``interrupted`` (it may have run: running or in doubt) when the run ended before
@@ -27,6 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from ._chat_media import user_fields
 from ._chat_ops import ChangeLog, Stream
+from ._chat_output import OUTPUT_HANDLERS
 from ._payload import call_fields, error_text, jsonable, message_fields, result_fields
 
 __all__ = ["Transcript"]
@@ -492,4 +494,5 @@ _HANDLERS = {
     "loop.detected": Transcript._on_loop,
     "state.persisted": Transcript._on_persisted,
     **{etype: _terminal(etype) for etype in _TERMINAL_STATUS},
+    **OUTPUT_HANDLERS,  # typed answers and cut answers (_chat_output.py)
 }

@@ -11,6 +11,7 @@ import { subagentView } from "./lib/subagent_view.js";
 import { hideStaticTwin } from "./lib/static_twin.js";
 import { storeFor } from "./chat_store.js";
 import { planReviewCard, todoPanel } from "./chat_plan.js";
+import { fillOutput } from "./chat_output.js";
 import { attachmentTray, mediaParts } from "./chat_media.js";
 
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
@@ -177,8 +178,10 @@ function createView(model, el, store) {
       const reasoningBody = h("div", { class: "arknb-md arknb-reasoning-body" });
       const reasoning = h("details", { class: "arknb-reasoning", testid: "arknb-reasoning" },
         h("summary", {}, "Reasoning"), reasoningBody);
+      const outputSlot = h("div", { class: "arknb-output-slot", hidden: true });
       n = { root: h("div", { class: "arknb-msg arknb-assistant", testid: "arknb-assistant" },
-        h("div", { class: "arknb-bubble" }, reasoning, body)), body, reasoning, reasoningBody, renderedAt: 0 };
+        h("div", { class: "arknb-bubble" }, reasoning, outputSlot, body)), body, reasoning, reasoningBody, outputSlot,
+      renderedAt: 0 };
     } else if (e.kind === "tool") {
       n = { root: h("div", { class: "arknb-card arknb-tool", testid: "arknb-tool-card" }), expanded: false };
     } else if (e.kind === "hook") {
@@ -233,7 +236,8 @@ function createView(model, el, store) {
         }, STREAM_RENDER_MS);
       }
       n.reasoning.hidden = !e.reasoning;
-      n.root.hidden = !e.text && !e.reasoning && !e.streaming;
+      n.body.hidden = fillOutput(n.outputSlot, e);  // a typed answer shows as its table (chat_output.js)
+      n.root.hidden = !e.text && !e.reasoning && !e.streaming && !e.output;
     } else if (e.kind === "tool") {
       n.root.dataset.callId = e.call_id;
       n.root.dataset.status = e.status;

@@ -70,6 +70,7 @@ def test_every_event_type_has_a_summary_and_a_known_status():
     assert by_type["approval.decided"] == "a1 denied: not today · all decided"
     assert by_type["context.compressed"] == "context 12,000 → 3,000 tokens"
     assert by_type["custom.thing"] == "{answer, note}"
+    assert by_type["llm.after"] == 'turn 2 · stop · tokens unknown · "Hi"'  # the last one: no usage sent
 
 
 def test_statuses_tell_success_error_denied_deferred_and_cancelled_apart():

@@ -179,9 +179,17 @@ def one_of_each() -> list[dict[str, Any]]:
                                          "status": "completed", "update": {"notes": ["n"]}, "error": None},
         EventTypes.GRAPH_WAITING: {"graph": "triage", "node": "review", "step": 3, "item_id": "t1:3:review",
                                    "kind": "human", "question": "Publish?"},
+        EventTypes.LLM_TRUNCATED: {"turn": 1, "finish_reason": "length", "max_tokens": 8, "output_tokens": 8},
+        EventTypes.OUTPUT_VALIDATED: {"turn": 2, "mode": "native", "name": "Weather", "retries": 1,
+                                      "output": {"city": "Oslo"}},
+        EventTypes.OUTPUT_RETRY: {"turn": 1, "attempt": 1, "mode": "tool", "name": "Weather", "retrying": True,
+                                  "fields": ["temp_c", "sunny"], "errors": "temp_c: Input should be a valid number"},
     }
     assert set(payloads) == set(EventTypes.ALL), set(EventTypes.ALL) ^ set(payloads)
     for etype in EventTypes.ALL:
         ev(etype, **payloads[etype])
     ev("custom.thing", answer=42, note="x")  # a type no EventTypes constant names
+    # a server that sent no usage: "tokens unknown", never 0 (DESIGN §17)
+    ev(EventTypes.LLM_AFTER, turn=2, message=assistant("Hi"), finish_reason="stop",
+       usage={**usage(0, 0), "reported": False})
     return ev.events

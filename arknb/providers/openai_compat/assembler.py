@@ -185,7 +185,7 @@ class StreamAssembler:
     """
 
     __slots__ = ("_text", "_reasoning", "_tools", "_splitter", "_finish", "_raw_finish", "_usage",
-                 "_model", "_provider", "output_started")
+                 "_model", "_provider", "output_started", "shown")
 
     def __init__(self, *, think_tags: bool = False, provider: str = "provider") -> None:
         self._text: list[str] = []
@@ -199,6 +199,9 @@ class StreamAssembler:
         self._provider = provider
         self.output_started = False
         """True once a text, reasoning or tool-call delta was produced."""
+        self.shown = False
+        """True once a text or reasoning delta was produced (something a person may have
+        seen). Tool-call deltas alone show nothing and run nothing until the call completes."""
 
     def _content(self, text: str, out: list) -> None:
         if self._splitter is None:
@@ -244,6 +247,8 @@ class StreamAssembler:
             out.append(UsageUpdate.model_construct(usage=self._usage))
         if out and not self.output_started:
             self.output_started = any(not isinstance(e, UsageUpdate) for e in out)
+        if out and not self.shown:
+            self.shown = any(isinstance(e, (TextDelta, ReasoningDelta)) for e in out)
         return out
 
     def flush(self) -> list:
@@ -276,4 +281,5 @@ class StreamAssembler:
             is_error=False)
         return ModelResponse.model_construct(
             message=message, finish_reason=finish or FinishReason.STOP,
-            usage=self._usage if self._usage is not None else Usage(), model=self._model)
+            # No usage from the server: unknown, never a silent 0/0 (DESIGN §17).
+            usage=self._usage if self._usage is not None else Usage(reported=False), model=self._model)

@@ -33,7 +33,7 @@ from ...domain.json_decode import MAX_JSON_DEPTH, JSONTooDeepError, decode_json
 from .assembler import StreamAssembler
 from .errors import error_from_envelope, error_from_status, retry_after_seconds
 from .media import check_message
-from .profiles import ProviderProfile, is_loopback_host
+from .profiles import Capabilities, ProviderProfile, is_loopback_host
 from .retry import RetryPolicy, Timeouts
 from .secrets import ApiKey, ApiKeySource, SecretObserver, from_env
 from .sse import DONE, iter_chunks
@@ -176,6 +176,12 @@ class OpenAICompatibleClient:
     def profile(self) -> ProviderProfile:
         """The service profile."""
         return self._profile
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the service can do (the profile's): ``AgentRuntime`` asks it how to request a
+        typed answer (``json_schema_output``)."""
+        return self._profile.capabilities
 
     @property
     def model(self) -> str:
@@ -412,19 +418,37 @@ class OpenAICompatibleClient:
                     return
                 error, retry_after, should_retry = _detached(failure.error), failure.retry_after, failure.should_retry
                 failure = None  # its traceback holds the attempt's frames (request, response)
-                if error.layer is ErrorLayer.CANCELLED or assembler.output_started or should_retry is False:
+                # Text or reasoning already shown is never answered twice; a stream cut before
+                # any was shown (tool-call deltas at most: no call completed, none ran) is
+                # tried again like a connection that failed before output (DESIGN §17).
+                if error.layer is ErrorLayer.CANCELLED or assembler.shown or should_retry is False:
                     raise error
                 delay = policy.delay(attempt, error, retry_after)
                 if delay is None and should_retry:
                     delay = policy.delay(attempt, ArkError(error.layer, error.code, error.message,
                                                            Retryability.SAFE), None)
+                if delay is None and retry_after is not None and retry_after > policy.max_retry_after:
+                    raise _asked_to_wait(error, retry_after, policy.max_retry_after, "RetryPolicy.max_retry_after")
+                if delay is not None and retry_after is not None and deadline is not None \
+                        and self._clock() + delay >= deadline:
+                    raise _asked_to_wait(error, retry_after, deadline - self._clock(), "the time left of Timeouts.total")
                 if delay is None or (deadline is not None and self._clock() + delay >= deadline):
                     raise error
                 _log.info("%s: %s; retry %d in %.2fs", profile.provider_id, error.code, attempt, delay)
-                yield RetryNotice.model_construct(attempt=attempt, delay=delay, error=error.info())
+                reason = ("the stream was cut before any text was shown and before a tool call completed"
+                          if assembler.output_started else "the call failed before any output")
+                yield RetryNotice.model_construct(attempt=attempt, delay=delay, error=error.info(), reason=reason)
                 await guard.run(policy.sleep(delay), None)
         finally:
             guard.release()
+
+
+def _asked_to_wait(error: ArkError, wait: float, limit: float, what: str) -> ArkError:
+    """``error`` saying how long the server asked to wait, when that is over a limit (``what``)."""
+    return ArkError(error.layer, error.code, f"{error.message} (the server asked to wait {wait:g}s before "
+                    f"retrying, longer than {what}={max(limit, 0.0):g}s: run again after that wait, "
+                    "or allow a longer wait)", error.retryability, status_code=error.status_code,
+                    provider_code=error.provider_code)
 
 
 def _detached(error: ArkError) -> ArkError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -42,12 +43,16 @@ class Capabilities:
         images: user messages may carry image parts.
         files: user messages may carry document parts (OpenAI ``file`` parts, inline data).
         streaming_tool_calls: tool-call arguments arrive over several deltas.
+        json_schema_output: the service follows ``response_format`` of type
+            ``json_schema``, so a typed answer (``output_type=``) is asked for natively;
+            otherwise the runtime offers a ``final_result`` tool (DESIGN §17).
     """
 
     reasoning: bool = False
     images: bool = False
     files: bool = False
     streaming_tool_calls: bool = True
+    json_schema_output: bool = False
 
 
 def _thinking(value: Any) -> Any:
@@ -162,12 +167,26 @@ def check_url(url: str, *, allow_insecure_http: bool = False) -> None:
                    "only https, or http to a loopback host, may carry an API key")
 
 
-def openai(base_url: str = "https://api.openai.com/v1", *, extensions: Iterable[str] = ()) -> ProviderProfile:
+_OPENAI_URL = "https://api.openai.com/v1"
+
+
+def openai(base_url: str | None = None, *, extensions: Iterable[str] = ()) -> ProviderProfile:
     """OpenAI (``OPENAI_API_KEY``). Consumes the common sampling options and
-    ``reasoning_effort``, ``max_completion_tokens``, ``service_tier``, ``store``, ``metadata``."""
+    ``reasoning_effort``, ``max_completion_tokens``, ``service_tier``, ``store``, ``metadata``.
+
+    Without ``base_url`` the ``OPENAI_BASE_URL`` environment variable is honoured, as the
+    openai SDK honours it (a proxy or gateway), else ``https://api.openai.com/v1``. A
+    profile whose URL is not OpenAI's own is named ``openai@host`` in errors, so a
+    failure says which server answered.
+    """
+    if base_url is None:
+        base_url = os.environ.get("OPENAI_BASE_URL", "").strip() or _OPENAI_URL
+    host = urlsplit(base_url).hostname or ""
+    provider_id = "openai" if host in ("", "api.openai.com") else f"openai@{host}"
     return ProviderProfile(
-        provider_id="openai", base_url=base_url,
-        capabilities=Capabilities(reasoning=False, images=True, files=True, streaming_tool_calls=True),
+        provider_id=provider_id, base_url=base_url,
+        capabilities=Capabilities(reasoning=False, images=True, files=True, streaming_tool_calls=True,
+                                  json_schema_output=True),
         extensions=_COMMON | {"reasoning_effort", "service_tier", "store", "metadata", "verbosity"}
         | frozenset(extensions),
         api_key_env="OPENAI_API_KEY", max_tokens_field="max_completion_tokens")
@@ -203,10 +222,13 @@ def local(base_url: str = "http://localhost:11434/v1", *, provider_id: str = "lo
     llama.cpp (``http://localhost:8080/v1``). No key needed; ``<think>`` tags become
     reasoning. Consumes the common options plus ``top_k``, ``min_p``,
     ``repetition_penalty``, ``reasoning_effort``, ``keep_alive`` and ``options``.
-    ``images=True`` for a vision model, ``files=True`` for a server that takes ``file`` parts."""
+    ``images=True`` for a vision model, ``files=True`` for a server that takes ``file`` parts.
+    All three follow ``response_format`` json_schema, so typed answers are asked for natively
+    (``profile.replace(capabilities=...)`` for a server that does not)."""
     return ProviderProfile(
         provider_id=provider_id, base_url=base_url,
-        capabilities=Capabilities(reasoning=True, images=images, files=files, streaming_tool_calls=True),
+        capabilities=Capabilities(reasoning=True, images=images, files=files, streaming_tool_calls=True,
+                                  json_schema_output=True),
         extensions=_COMMON | {"top_k", "min_p", "repetition_penalty", "reasoning_effort",
                               "keep_alive", "options"} | frozenset(extensions),
         requires_api_key=False, stream_usage=stream_usage, think_tags=think_tags,

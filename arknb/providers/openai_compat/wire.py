@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...domain import (
-    AgentMessage, ArkError, ErrorLayer, FinishReason, ModelRequest, Role, Usage,
+    AgentMessage, ArkError, ErrorCode, ErrorLayer, FinishReason, ModelRequest, Role, Usage,
 )
 from .media import user_content
 from .profiles import ProviderProfile
@@ -106,6 +106,19 @@ def build_body(request: ModelRequest, profile: ProviderProfile, model: str) -> d
             choice = {"type": "function", "function": {"name": choice}}
         if choice is not None:
             body["tool_choice"] = choice
+    if request.output is not None:
+        if not profile.capabilities.json_schema_output:
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.OUTPUT_SCHEMA_UNSUPPORTED,
+                           f"profile {profile.provider_id!r} does not declare JSON-schema output "
+                           "(Capabilities.json_schema_output); let the runtime offer a final_result tool "
+                           "(output_mode='tool') or use a profile that supports it")
+        if "response_format" in config.extensions:
+            raise ArkError(ErrorLayer.CONFIG, "extension_not_supported",
+                           "ModelConfig.extensions['response_format'] and a typed answer (output_type=) both set "
+                           "the response format; keep one of them")
+        schema = request.output
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": schema.name, "schema": schema.json_schema, "strict": schema.strict}}
     for key, value in extra.items():
         if key in body and key != "max_completion_tokens":
             raise ArkError(ErrorLayer.CONFIG, "extension_not_supported",

@@ -34,6 +34,7 @@ export function usageOf(p) {
 }
 
 function tokens(p) {
+  if (isObj(p.usage) && p.usage.reported === false) return "tokens unknown"; // no usage from the server
   const [tin, tout] = usageOf(p);
   return tin || tout ? `${thousands(tin)} in / ${thousands(tout)} out tokens` : "";
 }
@@ -125,6 +126,17 @@ export function summary(e) {
       return join(`turn ${p.turn ?? "?"} retry ${p.attempt ?? "?"}`,
         typeof p.delay === "number" ? `in ${fmtMs(p.delay * 1000)}` : "", clip(errorText(p.error), 80));
     case "llm.after": return join(`turn ${p.turn ?? "?"}`, str(p.finish_reason || ""), tokens(p), messageLine(p));
+    case "llm.truncated":
+      return join(`turn ${p.turn ?? "?"} cut at max_tokens`, isInt(p.max_tokens) ? `max_tokens ${p.max_tokens}` : "",
+        isInt(p.output_tokens) ? `${p.output_tokens} tokens` : "");
+    case "output.validated":
+      return join(`${p.name || "output"} accepted`, p.mode ? `via ${p.mode}` : "",
+        isInt(p.retries) && p.retries ? `after ${p.retries} retr${p.retries === 1 ? "y" : "ies"}` : "");
+    case "output.retry": {
+      const fields = Array.isArray(p.fields) ? p.fields : [];
+      return join(`${p.name || "output"} refused (try ${p.attempt ?? "?"})`,
+        fields.length ? `fields ${fields.map(String).join(", ")}` : "", p.retrying ? "asking again" : "no tries left");
+    }
     case "tool.before": return callLine(p);
     case "tool.after": {
       const r = isObj(p.result) ? p.result : {};
@@ -192,7 +204,7 @@ export function summary(e) {
 
 const HOOK_STATUS = { deny: "denied", defer: "deferred", abort: "error", drop: "warn", hold: "warn", retry: "warn",
   stop: "warn", skip: "warn" };
-const WARN = new Set(["llm.retry", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
+const WARN = new Set(["llm.retry", "llm.truncated", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
   "runtime.detached", "graph.waiting"]);
 
 /** The row's status: one of STATUSES. */
@@ -212,6 +224,8 @@ export function status(e) {
     case "hook.diagnostic": return p.fail_closed ? "error" : "warn";
     case "state.persisted": return p.ok === false ? "error" : p.skipped ? "warn" : "";
     case "graph.step_finished": return p.status === "failed" ? "error" : "";
+    case "output.validated": return "ok";
+    case "output.retry": return p.retrying ? "warn" : "error";
     default: return WARN.has(t) ? "warn" : "";
   }
 }
