@@ -109,8 +109,7 @@ async def test_an_answer_cut_at_max_tokens_ends_with_finish_reason_length(make_c
     (after,) = of_type(events, "llm.after")
     assert after.payload["finish_reason"] == "length"
     assert result.usage.output_tokens == 6 and result.final_message.text
-    # issue 24 item 2 (helper 24a) adds result.truncated / llm.truncated; the lead connects:
-    # assert result.truncated is True and of_type(events, "llm.truncated")
+    assert result.truncated is True and of_type(events, "llm.truncated")
 
 
 async def test_cancel_mid_stream_closes_the_request_and_the_server_frees_the_slot(make_client, llama_server):
