@@ -25,7 +25,7 @@ from .hooks import (
 )
 
 # tools
-from .tools import Tool, ToolContext, ToolRegistry, tool
+from .tools import SourceTool, Tool, ToolContext, ToolRegistry, ToolSource, tool
 
 # state
 from .state import (
@@ -62,10 +62,15 @@ def __getattr__(name: str):
     if name in ("ChatWidget", "TimelineWidget"):
         from . import widgets
         return getattr(widgets, name)
+    # tool sources: MCP needs the extra arknb[mcp]; load the SDK only when asked for (DESIGN §15)
+    if name == "MCPServer":
+        from .tools.mcp import MCPServer
+        return MCPServer
     raise AttributeError(f"module 'arknb' has no attribute {name!r}")
 
 
 __all__ = [
+    "MCPServer", "SourceTool", "ToolSource",
     "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",

@@ -65,6 +65,11 @@ context_budget_exceeded             runtime      a request cannot fit max_tokens
 context_summary_failed              runtime      the context summarizer failed or gave no text
 subagent_not_found                  tool         delegate_task named an agent that does not exist
 runtime_closed                      runtime      the runtime was closed (``aclose``); it runs and decides nothing more
+tool_name_conflict                  config       two tool sources offer a tool of one name (names both; use prefix=)
+tool_source_failed                  transport    a tool source (an MCP server) cannot start or connect (names the
+                                                 command or URL, the exit code and the last lines of its stderr)
+mcp_unavailable                     config       ark.MCPServer needs the optional extra arknb[mcp]
+tool_timeout                        tool         a tool source's call got no answer within its time limit
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -166,6 +171,10 @@ class ErrorCode(StrEnum):
     CONTEXT_SUMMARY_FAILED = "context_summary_failed"
     SUBAGENT_NOT_FOUND = "subagent_not_found"
     RUNTIME_CLOSED = "runtime_closed"
+    TOOL_NAME_CONFLICT = "tool_name_conflict"
+    TOOL_SOURCE_FAILED = "tool_source_failed"
+    MCP_UNAVAILABLE = "mcp_unavailable"
+    TOOL_TIMEOUT = "tool_timeout"
 
 
 class ErrorInfo(BaseModel):

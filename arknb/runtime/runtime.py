@@ -197,6 +197,9 @@ class AgentRuntime(RunControl):
         self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
         self._redactor = Redactor(self.secret_lint, emit)
+        for source in self.tools.sources:  # env=/headers= values of MCP servers (DESIGN §15)
+            for value in source.secret_values():
+                self.secret_lint.add(value)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
             for value in secret_values():

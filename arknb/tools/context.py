@@ -32,6 +32,7 @@ class ToolContext:
             ``Idempotency-Key`` header, a unique column) so a repeated call does no harm.
         on_defer: set by the runtime: what :meth:`defer` reports to (None when a tool
             is called by hand).
+        on_progress: set by the runtime: what :meth:`report_progress` reports to.
 
     Example:
         >>> from arknb.tools import ToolContext, tool
@@ -53,6 +54,16 @@ class ToolContext:
     cancel: CancellationToken = field(default_factory=CancellationToken)
     idempotency_key: str = ""
     on_defer: Callable[[str, str, str, dict | None], ToolResult] | None = field(default=None, repr=False)
+    on_progress: Callable[[str, float, float | None, str | None], None] | None = field(default=None, repr=False)
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Tell whoever watches the run how far this call got (a ``tool.progress`` event).
+
+        A no-op when the tool is called by hand (no runtime listens).
+        """
+        if self.on_progress is not None:
+            self.on_progress(self.call_id, float(progress), None if total is None else float(total),
+                             None if message is None else str(message))
 
     def defer(self, reason: str, *, kind: str = "tool", detail: dict | None = None) -> ToolResult:
         """Hand this call to a person instead of answering it now; return what this returns.
