@@ -119,7 +119,7 @@ class ToolRegistry:
                     self._tools.setdefault(old.name, old)
                 owner = taken.source or "the runtime's tools= (a Python function)"
                 raise ArkError(ErrorLayer.CONFIG, ErrorCode.TOOL_NAME_CONFLICT,
-                               f"tool name conflict: {source.name or source!r} offers a tool named {item.name!r}, "
+                               f"tool name conflict: {source.label} offers a tool named {item.name!r}, "
                                f"but {owner} already has one; pass prefix='...' to the server (or exclude=) "
                                "so the names differ")
             self._tools[item.name] = item

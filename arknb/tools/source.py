@@ -37,6 +37,11 @@ class ToolSource:
 
     name: str = ""
 
+    @property
+    def label(self) -> str:
+        """The source as people read it in errors and cards (``"MCP server 'git'"``)."""
+        return self.name or type(self).__name__
+
     def current_tools(self) -> Sequence[Tool]:
         """The tools known now, without any I/O (empty before the source first connected)."""
         return ()

@@ -159,6 +159,15 @@ class Connection:
                 pass
         self._forget_process()
 
+    async def wait_exit(self, seconds: float) -> None:
+        """Give a stdio server that is exiting up to ``seconds`` to report its exit code."""
+        process = self.process
+        if process is not None and process.returncode is None:
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), seconds)
+            except (asyncio.TimeoutError, Exception):
+                pass
+
     def exit_code(self) -> int | None:
         """The stdio server's exit code, or None while it runs (or for HTTP)."""
         return None if self.process is None else self.process.returncode

@@ -30,6 +30,7 @@ IDEMPOTENCY_META_KEY = "arknb/idempotency_key"
 """The ``_meta`` key under which a call carries its idempotency key (DESIGN §15)."""
 
 _log = logging.getLogger(__name__)
+_CANCEL_GRACE = 2.0  # seconds a cancelled call may take to tell the server
 _ANNOTATIONS = (("readOnlyHint", "read_only_hint"), ("destructiveHint", "destructive_hint"),
                 ("idempotentHint", "idempotent_hint"), ("openWorldHint", "open_world_hint"))
 
@@ -136,6 +137,10 @@ class MCPServer(ToolSource):
         return cls(spec, **options)
 
     # -- the ToolSource protocol --------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        return f"MCP server {self.name!r}"
 
     def current_tools(self) -> Sequence[Tool]:
         return self._tools
@@ -304,25 +309,42 @@ class MCPServer(ToolSource):
             ctx.report_progress(value, total, message)
 
         meta = {IDEMPOTENCY_META_KEY: ctx.idempotency_key} if ctx.idempotency_key else None
+        # The call runs in a task of its own that is cancelled exactly once: the SDK then sends
+        # the server notifications/cancelled from a shielded write, which a second native
+        # cancel of the run's task (the batch and the run both cancel) would cut short.
+        inner = asyncio.ensure_future(session.call_tool(remote, arguments, read_timeout_seconds=self._timeout,
+                                                        progress_callback=progress, meta=meta))
         try:
-            result = await session.call_tool(remote, arguments, read_timeout_seconds=self._timeout,
-                                             progress_callback=progress, meta=meta)
+            result = await asyncio.shield(inner)
+        except asyncio.CancelledError:
+            inner.cancel()
+            try:
+                await asyncio.wait({inner}, timeout=_CANCEL_GRACE)
+            except asyncio.CancelledError:
+                pass
+            if inner.done() and not inner.cancelled():
+                inner.exception()  # retrieved: the call is abandoned either way
+            raise
         except MCPError as exc:
             if exc.error.code == types.REQUEST_TIMEOUT:
                 return error_result(self.name, remote, f"no answer within {self._timeout:g} s (timeout=); the "
                                     "server was sent a cancellation", ErrorCode.TOOL_TIMEOUT.value)
-            if not connection.alive:
-                return self._died(connection, remote)
+            if exc.error.code == types.CONNECTION_CLOSED or not connection.alive:
+                return await self._died(connection, remote)
             return error_result(self.name, remote, f"protocol error {exc.error.code}: {exc.error.message}")
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # a malformed answer, a transport failure
             if not connection.alive:
-                return self._died(connection, remote)
+                return await self._died(connection, remote)
             return error_result(self.name, remote, f"protocol error: {type(exc).__name__}: {exc}")
         return convert_result(result, server=self.name, tool=remote, max_chars=self._max_chars)
 
-    def _died(self, connection: Connection, remote: str) -> ToolResult:
+    async def _died(self, connection: Connection, remote: str) -> ToolResult:
+        await connection.wait_exit(2.0)
+        if self._connection is connection:
+            self._connection = None
+        await connection.close()
         self._stale = True  # list again once it is started again
         return error_result(self.name, remote, f"the server stopped during the call ({connection.describe_death()}); "
                             "it is started again on the next call")
