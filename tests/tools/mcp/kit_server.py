@@ -139,6 +139,12 @@ def env_value(variable: str) -> str:
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def header_value(name: str, ctx: Context) -> str:
+    """Read an HTTP header of the request (Streamable HTTP only)."""
+    return dict(ctx.headers or {}).get(name.lower(), "")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def meta_key(ctx: Context) -> str:
     """Report the idempotency key the client sent in _meta."""
     meta = ctx.request_context.meta or {}
