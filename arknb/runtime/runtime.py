@@ -11,6 +11,7 @@ resuming runs and the decisions that continue them are in ``_run_control.py``
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 import weakref
@@ -51,6 +52,7 @@ from .result import AgentRunResult
 
 __all__ = ["AgentRuntime", "RunInput"]
 
+_log = logging.getLogger(__name__)
 _DEFAULT_SAVE_TIMEOUT = 30.0
 
 RunInput = str | AgentMessage | ContentPart | Iterable[str | ContentPart | AgentMessage]
@@ -319,6 +321,14 @@ class AgentRuntime(RunControl):
                 # refuses it, the load fails and is tried again next time.
                 self._extensions.mark_restored(found)
                 await self._extensions.restored()
+                # Tool sources list their tools first, so an interrupted call of an idempotent
+                # MCP tool is known as idempotent; a source that cannot start leaves its calls
+                # in doubt (the safe side) and fails again when used.
+                try:
+                    await self.tools.refresh()
+                except ArkError as exc:
+                    _log.warning("arknb: a tool source could not be listed while restoring session %r: %s",
+                                 self.session_id, exc)
                 # A run a crash interrupted with calls in doubt waits for a person at once
                 # (DESIGN §13), however the session is opened: so new input is refused
                 # until they are decided, and never meets an unpaired call.

@@ -152,9 +152,10 @@ def meta_key(ctx: Context) -> str:
 
 
 @server.tool(annotations=ToolAnnotations(destructiveHint=False))
-async def slow_effect(name: str, seconds: float) -> str:
+async def slow_effect(name: str, seconds: float, ctx: Context) -> str:
     """Write a 'start' line, sleep, then the effect line (a kill mid-call leaves only the start)."""
-    log(f"start {name}")
+    key = dict(ctx.request_context.meta or {}).get("arknb/idempotency_key")
+    log(f"start {name} {key}")
     await anyio.sleep(seconds)
     log(f"effect {name}")
     return f"done {name}"

@@ -104,5 +104,6 @@ async def test_durable_store_holds_no_secret_and_records_the_server(kit, tmp_pat
     operations = await store.list_operations("durable-secrets")
     [tool_op] = [op for op in operations if op.kind == "tool_call"]
     assert tool_op.status == "succeeded"
+    assert tool_op.raw_input["source"] == "MCP server 'kit'"  # the server is on record
     await runtime.aclose()
     assert files_holding(tmp_path, TOKEN) == []
