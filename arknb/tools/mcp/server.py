@@ -296,9 +296,11 @@ class MCPServer(ToolSource):
         return call
 
     async def _call(self, remote: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        connection = self._connection
         try:
-            async with self._get_lock():
-                connection = await self._connected()
+            if connection is None or not connection.alive:  # first use, or a server that died: start it
+                async with self._get_lock():
+                    connection = await self._connected()
         except ArkError as exc:
             return error_result(self.name, remote, exc.message, exc.code)
         session = connection.session
