@@ -379,7 +379,13 @@ class ToolBatch(OfRun):
         key = idempotency_key or f"{rt.session_id}:{ctx.run_id}:{call.id}"
         return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=self._state, batch_id=self.batch_id,
                            call_id=call.id, cancel=ctx.cancel, idempotency_key=key, on_defer=self.deferrals.add,
-                           on_progress=self._progress)
+                           on_progress=self._progress, on_elicit=self._elicit if rt._elicitations else None)
+
+    async def _elicit(self, call_id: str, message: str, schema: dict, detail: dict | None) -> dict:
+        call = next((c for c in self.calls if c.id == call_id), None)
+        if call is None or self.rt._elicitations is None:
+            return {"action": "decline"}
+        return await self.rt._elicitations.ask(call, message, schema, detail)
 
     def _progress(self, call_id: str, progress: float, total: float | None, message: str | None) -> None:
         name = next((c.name for c in self.calls if c.id == call_id), None)

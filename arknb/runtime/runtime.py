@@ -35,6 +35,7 @@ from ..state import (
 )
 from ..tools import ToolRegistry
 from ._approvals import LoopKind
+from ._elicitation import ElicitationDesk
 from ._in_doubt import InDoubtKind, pause_interrupted_run
 from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
@@ -190,9 +191,12 @@ class AgentRuntime(RunControl):
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
         this = weakref.ref(self)
+        # Tool sources (MCP servers) may ask a person mid-call: their questions' desk (DESIGN §15).
+        self._elicitations = ElicitationDesk() if self.tools.sources else None
         self._extensions = ExtensionHost(
             [*keyword_extensions(plan_mode=plan_mode, skills=skills, compressor=compressor, memory=memory,
-                                 subagents=subagents), *extensions],
+                                 subagents=subagents), *extensions,
+             *((self._elicitations,) if self._elicitations is not None else ())],
             kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature)), InDoubtKind(emit)))
         self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
         # A slow async listener's dropped deliveries are announced (it never slows the run).
@@ -459,6 +463,19 @@ class AgentRuntime(RunControl):
         return ModelRequest.model_construct(messages=extensions.system_messages(self._system, state) + state.history,
                                             tools=extensions.offered_tools(self.tools, state).definitions(),
                                             config=self.config)
+
+    def list_elicitations(self) -> list:
+        """The questions tool sources asked a person that wait for an answer (``controller.list_elicitations``)."""
+        return self._elicitations.pending() if self._elicitations is not None else []
+
+    async def apply_elicitation_answer(self, elicitation_id: str, action: str, content: Any = None):
+        """Answer a waiting question (the controller's ``answer/decline/cancel_elicitation``)."""
+        from ..state import ApprovalDecisionResult
+        if self._elicitations is None:
+            return ApprovalDecisionResult.failure(elicitation_id, ArkError(
+                ErrorLayer.SECURITY, ErrorCode.APPROVAL_NOT_FOUND,
+                f"no elicitation {elicitation_id!r} is waiting (this runtime has no tool sources)"))
+        return await self._elicitations.answer(elicitation_id, action, content)
 
     def _offered_tools(self) -> ToolRegistry:
         """The tools the model is offered now: the user's plus the extensions' for this state."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from arknb.domain import CancellationToken, ToolResult, invalid_argument
 
@@ -33,6 +33,7 @@ class ToolContext:
         on_defer: set by the runtime: what :meth:`defer` reports to (None when a tool
             is called by hand).
         on_progress: set by the runtime: what :meth:`report_progress` reports to.
+        on_elicit: set by the runtime when it can ask a person: what :meth:`elicit` asks.
 
     Example:
         >>> from arknb.tools import ToolContext, tool
@@ -55,6 +56,18 @@ class ToolContext:
     idempotency_key: str = ""
     on_defer: Callable[[str, str, str, dict | None], ToolResult] | None = field(default=None, repr=False)
     on_progress: Callable[[str, float, float | None, str | None], None] | None = field(default=None, repr=False)
+    on_elicit: Callable[[str, str, dict, dict | None], Awaitable[dict]] | None = field(default=None, repr=False)
+
+    async def elicit(self, message: str, schema: dict, detail: dict | None = None) -> dict:
+        """Ask a person for a few values while this call runs (an MCP server's elicitation).
+
+        ``schema`` is a flat JSON object schema of primitive fields. Returns ``{"action":
+        "accept", "content": {...}}``, ``{"action": "decline"}`` or ``{"action": "cancel"}``;
+        outside a runtime that can ask (no tool sources, a call made by hand) it declines.
+        """
+        if self.on_elicit is None:
+            return {"action": "decline"}
+        return await self.on_elicit(self.call_id, str(message), dict(schema), dict(detail) if detail else None)
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Tell whoever watches the run how far this call got (a ``tool.progress`` event).

@@ -80,6 +80,8 @@ class MCPServer(ToolSource):
         self.allow_sampling = allow_sampling
         spec.on_list_changed = self._mark_stale
         spec.on_sample = self._decline_sampling
+        spec.on_elicit = self._on_elicit
+        self._running: list[tuple[ToolContext, str]] = []  # calls in flight (an elicitation asks for the latest)
         self._connection: Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._tools: tuple[Tool, ...] = ()
@@ -316,6 +318,8 @@ class MCPServer(ToolSource):
         # cancel of the run's task (the batch and the run both cancel) would cut short.
         inner = asyncio.ensure_future(session.call_tool(remote, arguments, read_timeout_seconds=self._timeout,
                                                         progress_callback=progress, meta=meta))
+        running = (ctx, remote)
+        self._running.append(running)
         try:
             result = await asyncio.shield(inner)
         except asyncio.CancelledError:
@@ -340,6 +344,9 @@ class MCPServer(ToolSource):
             if not connection.alive:
                 return await self._died(connection, remote)
             return error_result(self.name, remote, f"protocol error: {type(exc).__name__}: {exc}")
+        finally:
+            if running in self._running:
+                self._running.remove(running)
         return convert_result(result, server=self.name, tool=remote, max_chars=self._max_chars)
 
     async def _died(self, connection: Connection, remote: str) -> ToolResult:
@@ -350,6 +357,19 @@ class MCPServer(ToolSource):
         self._stale = True  # list again once it is started again
         return error_result(self.name, remote, f"the server stopped during the call ({connection.describe_death()}); "
                             "it is started again on the next call")
+
+    async def _on_elicit(self, params: Any) -> Any:
+        # The handshake era's elicitation is a server request during a call: the call that
+        # is running (the latest, when several run at once) asks its person (DESIGN §15).
+        if not self._running or getattr(params, "mode", "form") != "form":
+            return types.ElicitResult(action="decline")
+        ctx, remote = self._running[-1]
+        schema = params.requested_schema
+        if hasattr(schema, "model_dump"):
+            schema = schema.model_dump(mode="json", by_alias=True, exclude_none=True)
+        answer = await ctx.elicit(params.message, dict(schema), {"server": self.name, "tool": remote})
+        action = answer.get("action", "cancel")
+        return types.ElicitResult(action=action, content=answer.get("content") if action == "accept" else None)
 
     async def _decline_sampling(self, params: types.CreateMessageRequestParams) -> Any:
         return types.ErrorData(code=types.INVALID_REQUEST,
