@@ -150,6 +150,11 @@ def summary(event: Mapping[str, Any]) -> str:
         result = as_dict(p.get("result"))
         outcome = "error " if result.get("is_error") else "→ "
         return _join(_call(p), f"{outcome}{_quote(result.get('text') or '')}", fmt_ms(p.get("duration_ms")))
+    if etype == "tool.progress":  # a running tool's report (an MCP server's progress, DESIGN §15)
+        total = p.get("total")
+        done = f"{_num(p.get('progress'))}/{_num(total)}" if total is not None else _num(p.get("progress"))
+        return _join(f"{p.get('name') or 'tool'} {p.get('call_id') or ''}".strip(), f"progress {done}",
+                     clip(str(p.get("message") or ""), 80))
     if etype == "tool.denied":
         who = f"denied by {p['hook']}" if p.get("hook") else "denied"
         return _join(_call(p), who, clip(p.get("reason") or "", 80))
@@ -261,3 +266,9 @@ def status(event: Mapping[str, Any]) -> str:
                  "runtime.detached"):
         return "warn"
     return ""
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

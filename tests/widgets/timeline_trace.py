@@ -173,6 +173,8 @@ def one_of_each() -> list[dict[str, Any]]:
         EventTypes.MEMORY_RECORDED: {"episode_id": "episode_1", "summary": "User: hi\nAssistant: hello", "run_id": "r1"},
         EventTypes.OPERATION_IN_DOUBT: {"operation_id": "op1", "call": c, "started_at": 5.0, "attempts": 2},
         EventTypes.BUS_DROPPED: {"listener": "slow_logger", "dropped": 12},
+        EventTypes.TOOL_PROGRESS: {"call_id": "c1", "name": "slow", "progress": 2.0, "total": 3.0,
+                                   "message": "step 2", "batch_id": "b1"},
     }
     assert set(payloads) == set(EventTypes.ALL), set(EventTypes.ALL) ^ set(payloads)
     for etype in EventTypes.ALL:
