@@ -124,7 +124,7 @@ class ElicitationDesk(Extension):
                     f"elicitation {question_id!r}: {problem}"))
         scope = self._scope
         decision = _DECISIONS[action]
-        question.answer.set_result({"action": action, **({"content": values} if values is not None else {})})
+        _settle(question.answer, {"action": action, **({"content": values} if values is not None else {})})
         if scope is not None:
             scope.emit(EventTypes.APPROVAL_DECIDED, {
                 "batch_id": question_id, "approval_id": question_id, "decision": decision.value,
@@ -135,6 +135,26 @@ class ElicitationDesk(Extension):
             scope.emit(EventTypes.APPROVAL_RESOLVED, {"batch_id": question_id,
                                                       "items": [decided.model_dump(mode="json")]})
         return ApprovalDecisionResult.success(question_id, decision, True)
+
+
+def _settle(future: asyncio.Future, value: dict[str, Any]) -> None:
+    """Resolve ``future`` from any thread: a front end's message may be handled on a thread and
+    loop of its own (ipykernel 7 handles comm messages off the main loop), and a future set
+    from there would not wake the loop the asking call waits on."""
+    loop = future.get_loop()
+    try:
+        here = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+
+    def settle() -> None:
+        if not future.done():
+            future.set_result(value)
+
+    if here is loop:
+        settle()
+    else:
+        loop.call_soon_threadsafe(settle)
 
 
 def _check(schema: Mapping[str, Any], content: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:

@@ -10,7 +10,7 @@ import { subagentView } from "./lib/subagent_view.js";
 import { hideStaticTwin } from "./lib/static_twin.js";
 import { storeFor } from "./chat_store.js";
 import { planReviewCard, todoPanel } from "./chat_plan.js";
-import { elicitationCard } from "./chat_elicitation.js";
+import { elicitationCard, sourceLine } from "./chat_elicitation.js";
 
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
 const COLLAPSE_CHARS = 1200; // tool results longer than this (or COLLAPSE_LINES) start collapsed
@@ -346,7 +346,7 @@ function createView(model, el, store) {
           h("span", { class: "arknb-tool-name" }, a.tool_name),
           a.risk_level ? h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, a.risk_level) : null),
         a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
-        subAgentSource(a),
+        subAgentSource(a), sourceLine(a),
         h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
         actions,
         err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);

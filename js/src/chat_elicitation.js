@@ -4,7 +4,16 @@
 // text from the server (message, titles, descriptions) goes through textContent (h()).
 import { h } from "./lib/dom.js";
 
-function field(name, spec, required, usable) {
+// What the person typed, by question and field: the approvals box is rebuilt whenever the
+// chat's state changes, and a half-filled form must survive that.
+const drafts = new Map();
+
+function draftOf(id) {
+  if (!drafts.has(id)) drafts.set(id, new Map());
+  return drafts.get(id);
+}
+
+function field(name, spec, required, usable, draft) {
   const label = spec.title || name;
   const id = `arknb-elicit-${name}-${Math.random().toString(36).slice(2, 8)}`;
   let input;
@@ -23,6 +32,12 @@ function field(name, spec, required, usable) {
       "aria-required": required ? "true" : null });
     if (spec.default !== undefined && spec.default !== null) input.value = String(spec.default);
   }
+  if (draft.has(name)) {
+    if (spec.type === "boolean") input.checked = draft.get(name); else input.value = draft.get(name);
+  }
+  const keep = () => draft.set(name, spec.type === "boolean" ? input.checked : input.value);
+  input.addEventListener("input", keep);
+  input.addEventListener("change", keep);
   const read = () => {
     if (spec.type === "boolean") return input.checked;
     const raw = input.value;
@@ -42,7 +57,9 @@ export function elicitationCard(a, { usable, busy, decision, error, onAnswer }) 
   const detail = a.detail || {};
   const schema = detail.schema || {};
   const required = new Set(schema.required || []);
-  const fields = Object.entries(schema.properties || {}).map(([n, s]) => field(n, s || {}, required.has(n), usable));
+  const draft = draftOf(a.approval_id);
+  const fields = Object.entries(schema.properties || {})
+    .map(([n, s]) => field(n, s || {}, required.has(n), usable, draft));
   const content = () => {
     const out = {};
     for (const f of fields) { const v = f.read(); if (v !== undefined) out[f.name] = v; }
@@ -50,6 +67,7 @@ export function elicitationCard(a, { usable, busy, decision, error, onAnswer }) 
   };
   const btn = (text, action, cls) => h("button", { class: `arknb-btn ${cls}`, type: "button", disabled: !usable,
     testid: `arknb-elicit-${action}`, onclick: () => onAnswer(action, action === "accept" ? content() : null) }, text);
+  if (decision) drafts.delete(a.approval_id);
   let actions;
   if (decision) {
     actions = h("div", { class: "arknb-decision", testid: "arknb-approval-decision" },
@@ -73,4 +91,16 @@ export function elicitationCard(a, { usable, busy, decision, error, onAnswer }) 
     h("form", { class: "arknb-elicit-form", onsubmit: (ev) => ev.preventDefault() }, ...fields.map((f) => f.row)),
     actions,
     error && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, error) : null);
+}
+
+/** Where an approval card's call goes, for a tool from a source (an MCP server, DESIGN §15):
+ * the server, the server's own tool name and the annotations it declared (untrusted hints). */
+export function sourceLine(a) {
+  const d = a.detail || {};
+  if (d.source !== "mcp") return null;
+  const hints = Object.entries(d.annotations || {}).map(([k, v]) => `${k}: ${JSON.stringify(v)}`);
+  const overrides = Object.entries(d.overrides || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  return h("div", { class: "arknb-muted arknb-approval-source", testid: "arknb-approval-source-tool" },
+    `MCP server ${d.server} · tool ${d.tool} · annotations: ${hints.length ? hints.join(", ") : "none"}`
+      + (overrides.length ? ` · your overrides: ${overrides.join(", ")}` : ""));
 }
