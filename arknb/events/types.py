@@ -32,6 +32,7 @@ class EventTypes:
     TOOL_AFTER = "tool.after"              # call, result, batch_id, duration_ms
     TOOL_DENIED = "tool.denied"            # call, result, reason, hook
     TOOL_PROGRESS = "tool.progress"        # call_id, name, progress, total, message (a running tool's report)
+    TOOL_SAMPLING = "tool.sampling"        # call_id, name, server, messages, text (a tool's server used the model)
     APPROVAL_REQUIRED = "approval.required"  # batch_id, items
     APPROVAL_DECIDED = "approval.decided"    # batch_id, approval_id, decision, deny_reason, all_decided
     APPROVAL_RESOLVED = "approval.resolved"  # batch_id, items
@@ -59,5 +60,5 @@ class EventTypes:
         LOOP_DETECTED, HOOK_DECISION, HOOK_DIAGNOSTIC, STATE_PERSISTED, TURN_COMPLETED,
         STATE_LOADED, RUNTIME_DETACHED, SECRET_REDACTED, PLAN_UPDATED, PLAN_REVIEW_REQUIRED,
         PLAN_REVIEW_RESOLVED, SKILL_ACTIVATED, CONTEXT_COMPRESSED, MEMORY_RECORDED, OPERATION_IN_DOUBT, BUS_DROPPED,
-        TOOL_PROGRESS,
+        TOOL_PROGRESS, TOOL_SAMPLING,
     )

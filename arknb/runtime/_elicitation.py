@@ -19,7 +19,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..domain import ArkError, ErrorCode, ErrorLayer, ToolCall, ToolRisk, invalid_argument
+from ..domain import (
+    AgentMessage, ArkError, ErrorCode, ErrorLayer, ModelConfig, ModelRequest, ToolCall, ToolRisk, invalid_argument,
+)
 from ..events import EventTypes
 from ..state import AgentState, ApprovalDecision, ApprovalDecisionResult, PendingApprovalItem
 from .extensions import Extension, ExtensionScope
@@ -105,6 +107,26 @@ class ElicitationDesk(Extension):
             self._open.pop(question_id, None)
             rest = [q.item.model_dump(mode="json") for q in self._open.values()]
             scope.set_slice({"pending": rest} if rest else None)
+
+    async def sample(self, call: ToolCall, messages: list, system: str | None, max_tokens: int | None,
+                     detail: Mapping[str, Any] | None = None) -> str:
+        """Ask the runtime's model for a tool's server (sampling, allowed per server); publishes
+        ``tool.sampling``. The call is a model call like the loop's (``llm.before``/``llm.after``
+        with purpose ``tool_sampling``, usage counted, secrets redacted)."""
+        scope = self._scope
+        if scope is None:
+            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.APPROVAL_HOST_MISSING, "the runtime is not set up")
+        history = [AgentMessage.system(system)] if system else []
+        for role, text in messages:
+            history.append(AgentMessage.assistant(text) if role == "assistant" else AgentMessage.user(text))
+        config = ModelConfig(max_tokens=max_tokens) if max_tokens else ModelConfig()
+        response = await scope.call_model(ModelRequest(messages=tuple(history), tools=(), config=config),
+                                          purpose="tool_sampling")
+        text = response.message.text
+        scope.emit(EventTypes.TOOL_SAMPLING, lambda: {
+            "call_id": call.id, "name": call.name, **dict(detail or {}),
+            "messages": [{"role": r, "text": t} for r, t in messages], "text": text})
+        return text
 
     async def answer(self, question_id: str, action: str, content: Mapping[str, Any] | None) -> ApprovalDecisionResult:
         """Answer a waiting question (the controller's ``answer/decline/cancel_elicitation``)."""

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from ..domain import AgentMessage, ArkError, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, Role, ToolCall, ToolResult, ToolRisk
 from ..domain.invocation import CALL_DEFERRED, HookAbort, ToolAnswer
 from ..events import EventTypes
 from ..events.envelope import flat_payload
@@ -379,7 +379,15 @@ class ToolBatch(OfRun):
         key = idempotency_key or f"{rt.session_id}:{ctx.run_id}:{call.id}"
         return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=self._state, batch_id=self.batch_id,
                            call_id=call.id, cancel=ctx.cancel, idempotency_key=key, on_defer=self.deferrals.add,
-                           on_progress=self._progress, on_elicit=self._elicit if rt._elicitations else None)
+                           on_progress=self._progress, on_elicit=self._elicit if rt._elicitations else None,
+                           on_sample=self._sample if rt._elicitations else None)
+
+    async def _sample(self, call_id: str, messages: list, system: str | None, max_tokens: int | None,
+                      detail: dict | None) -> str:
+        call = next((c for c in self.calls if c.id == call_id), None)
+        if call is None or self.rt._elicitations is None:
+            raise ArkError(ErrorLayer.SECURITY, ErrorCode.TOOL_DENIED, "this call cannot use the model")
+        return await self.rt._elicitations.sample(call, messages, system, max_tokens, detail)
 
     async def _elicit(self, call_id: str, message: str, schema: dict, detail: dict | None) -> dict:
         call = next((c for c in self.calls if c.id == call_id), None)

@@ -34,6 +34,7 @@ class ToolContext:
             is called by hand).
         on_progress: set by the runtime: what :meth:`report_progress` reports to.
         on_elicit: set by the runtime when it can ask a person: what :meth:`elicit` asks.
+        on_sample: set by the runtime: what :meth:`sample` asks (the runtime's model).
 
     Example:
         >>> from arknb.tools import ToolContext, tool
@@ -57,6 +58,23 @@ class ToolContext:
     on_defer: Callable[[str, str, str, dict | None], ToolResult] | None = field(default=None, repr=False)
     on_progress: Callable[[str, float, float | None, str | None], None] | None = field(default=None, repr=False)
     on_elicit: Callable[[str, str, dict, dict | None], Awaitable[dict]] | None = field(default=None, repr=False)
+    on_sample: Callable[[str, list, str | None, int | None, dict | None], Awaitable[str]] | None = field(
+        default=None, repr=False)
+
+    async def sample(self, messages: list[tuple[str, str]], *, system: str | None = None,
+                     max_tokens: int | None = None, detail: dict | None = None) -> str:
+        """Ask the runtime's own model on the tool's behalf (an MCP server's sampling request,
+        allowed with ``MCPServer(..., allow_sampling=True)``); returns the model's text.
+
+        ``messages`` are ``(role, text)`` pairs, role ``"user"`` or ``"assistant"``.
+
+        Raises:
+            ArkError: ``tool_denied`` outside a runtime that can sample.
+        """
+        if self.on_sample is None:
+            from arknb.domain import ArkError, ErrorCode, ErrorLayer
+            raise ArkError(ErrorLayer.SECURITY, ErrorCode.TOOL_DENIED, "no runtime model is available to sample")
+        return await self.on_sample(self.call_id, list(messages), system, max_tokens, dict(detail) if detail else None)
 
     async def elicit(self, message: str, schema: dict, detail: dict | None = None) -> dict:
         """Ask a person for a few values while this call runs (an MCP server's elicitation).

@@ -155,6 +155,9 @@ def summary(event: Mapping[str, Any]) -> str:
         done = f"{_num(p.get('progress'))}/{_num(total)}" if total is not None else _num(p.get("progress"))
         return _join(f"{p.get('name') or 'tool'} {p.get('call_id') or ''}".strip(), f"progress {done}",
                      clip(str(p.get("message") or ""), 80))
+    if etype == "tool.sampling":  # a tool's server asked the runtime's model (allow_sampling=True)
+        return _join(f"{p.get('name') or 'tool'} {p.get('call_id') or ''}".strip(), "sampled the model",
+                     f"→ {_quote(str(p.get('text') or ''))}")
     if etype == "tool.denied":
         who = f"denied by {p['hook']}" if p.get("hook") else "denied"
         return _join(_call(p), who, clip(p.get("reason") or "", 80))

@@ -175,6 +175,8 @@ def one_of_each() -> list[dict[str, Any]]:
         EventTypes.BUS_DROPPED: {"listener": "slow_logger", "dropped": 12},
         EventTypes.TOOL_PROGRESS: {"call_id": "c1", "name": "slow", "progress": 2.0, "total": 3.0,
                                    "message": "step 2", "batch_id": "b1"},
+        EventTypes.TOOL_SAMPLING: {"call_id": "c1", "name": "muse", "server": "kit", "tool": "muse",
+                                   "messages": [{"role": "user", "text": "a haiku"}], "text": "autumn wind"},
     }
     assert set(payloads) == set(EventTypes.ALL), set(EventTypes.ALL) ^ set(payloads)
     for etype in EventTypes.ALL:

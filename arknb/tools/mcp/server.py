@@ -79,7 +79,7 @@ class MCPServer(ToolSource):
             raise invalid_argument(f"allow_sampling must be a bool, got {allow_sampling!r}")
         self.allow_sampling = allow_sampling
         spec.on_list_changed = self._mark_stale
-        spec.on_sample = self._decline_sampling
+        spec.on_sample = self._sample if allow_sampling else self._decline_sampling
         spec.on_elicit = self._on_elicit
         self._running: list[tuple[ToolContext, str]] = []  # calls in flight (an elicitation asks for the latest)
         self._connection: Connection | None = None
@@ -370,6 +370,24 @@ class MCPServer(ToolSource):
         answer = await ctx.elicit(params.message, dict(schema), {"server": self.name, "tool": remote})
         action = answer.get("action", "cancel")
         return types.ElicitResult(action=action, content=answer.get("content") if action == "accept" else None)
+
+    async def _sample(self, params: types.CreateMessageRequestParams) -> Any:
+        # allow_sampling=True: the running call asks the runtime's model (DESIGN §15), text only.
+        if not self._running or getattr(params, "tools", None):
+            return await self._decline_sampling(params)
+        ctx, remote = self._running[-1]
+        messages = []
+        for message in params.messages:
+            blocks = message.content if isinstance(message.content, list) else [message.content]
+            text = "".join(getattr(b, "text", "") or "" for b in blocks)
+            messages.append((str(message.role), text))
+        try:
+            text = await ctx.sample(messages, system=params.system_prompt, max_tokens=params.max_tokens,
+                                    detail={"server": self.name, "tool": remote})
+        except ArkError as exc:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"sampling failed: {exc.message}")
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=text),
+                                         model="arknb-runtime-model", stop_reason="endTurn")
 
     async def _decline_sampling(self, params: types.CreateMessageRequestParams) -> Any:
         return types.ErrorData(code=types.INVALID_REQUEST,

@@ -161,6 +161,19 @@ async def slow_effect(name: str, seconds: float, ctx: Context) -> str:
     return f"done {name}"
 
 
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def muse(topic: str, ctx: Context) -> str:
+    """Ask the client's model for a line about a topic (sampling)."""
+    from mcp_types import SamplingMessage, TextContent
+    try:
+        result = await ctx.request_context.session.create_message(
+            [SamplingMessage(role="user", content=TextContent(type="text", text=f"One line about {topic}"))],
+            max_tokens=50, system_prompt="Be brief.")
+    except Exception as exc:  # declined: the client said no
+        return f"declined: {exc}"
+    return f"model said: {result.content.text}"
+
+
 class Answer(BaseModel):
     color: str
     count: int = 1

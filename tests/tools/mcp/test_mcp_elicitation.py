@@ -81,3 +81,32 @@ async def test_a_tool_called_by_hand_has_nobody_to_ask_and_declines(kit):
     result = await ask.invoke({}, ark.ToolContext(session_id="s", run_id="r", call_id="c"))
     assert result.text == "decline"
     await server.aclose()
+
+
+async def test_sampling_is_declined_by_default_and_answered_by_the_runtimes_model_when_allowed(kit):
+    def model_muse():
+        return ark.ScriptedModel([
+            ark.ScriptedTurn(tool_calls=[ark.ToolCall(id="c1", name="muse", arguments_json='{"topic": "rain"}')]),
+            "Rain line for the server.",  # the sampling request, asked through the runtime's model
+            "Done."])
+
+    declined = ark.AgentRuntime(model_muse(), tools=[kit()])
+    await declined.run("go")
+    answer = {m.tool_call_id: m.text for m in declined.state.history if m.role == "tool"}["c1"]
+    assert answer.startswith("declined:") and "allow_sampling=True" in answer
+    await declined.aclose()
+
+    model = model_muse()
+    allowed = ark.AgentRuntime(model, tools=[kit(allow_sampling=True)])
+    sampled: list = []
+    allowed.bus.subscribe(EventTypes.TOOL_SAMPLING, sampled.append)
+    await allowed.run("go")
+    answer = {m.tool_call_id: m.text for m in allowed.state.history if m.role == "tool"}["c1"]
+    assert answer == "model said: Rain line for the server."
+    [event] = sampled
+    assert event.payload["server"] == "kit" and event.payload["tool"] == "muse" and event.payload["call_id"] == "c1"
+    assert event.payload["messages"] == [{"role": "user", "text": "One line about rain"}]
+    asked = model.requests[1]
+    assert [m.role for m in asked.messages] == ["system", "user"] and asked.messages[0].text == "Be brief."
+    assert asked.config.max_tokens == 50
+    await allowed.aclose()

@@ -297,10 +297,3 @@ async def test_html_in_descriptions_and_results_is_kept_as_plain_text(kit):
     assert [p.kind for p in answer.contents] == ["text"]
     assert answer.text == "<img src=x onerror=alert(1)><script>alert('result')</script>"
     await runtime.aclose()
-
-
-async def test_sampling_is_declined_without_allow_sampling(kit):
-    server = kit()
-    assert server.allow_sampling is False
-    declined = await server._decline_sampling(None)
-    assert "sampling declined" in declined.message and "allow_sampling=True" in declined.message
