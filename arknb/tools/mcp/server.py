@@ -338,8 +338,6 @@ class MCPServer(ToolSource):
             if exc.error.code == types.CONNECTION_CLOSED or not connection.alive:
                 return await self._died(connection, remote)
             return error_result(self.name, remote, f"protocol error {exc.error.code}: {exc.error.message}")
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            raise
         except Exception as exc:  # a malformed answer, a transport failure
             if not connection.alive:
                 return await self._died(connection, remote)

@@ -297,3 +297,35 @@ async def test_html_in_descriptions_and_results_is_kept_as_plain_text(kit):
     assert [p.kind for p in answer.contents] == ["text"]
     assert answer.text == "<img src=x onerror=alert(1)><script>alert('result')</script>"
     await runtime.aclose()
+
+
+def test_a_process_that_exits_without_closing_leaves_no_server_behind(tmp_path):
+    """atexit-safe: a kernel that ends without aclose() does not leave its MCP server running."""
+    import os
+    import subprocess
+    import time
+
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import asyncio, sys\n"
+        "import arknb as ark\n"
+        f"server = ark.MCPServer.stdio(sys.executable, [{KIT!r}], name='kit')\n"
+        "async def main():\n"
+        "    await server.connect()\n"
+        "    print(server.process_id, flush=True)\n"
+        "loop = asyncio.new_event_loop()\n"
+        "loop.run_until_complete(main())\n")  # never closed: the interpreter exits with the server live
+    env = dict(os.environ, PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[3]))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:  # another process ends: poll it, bounded
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError(f"the MCP server {pid} outlived the process that started it")
