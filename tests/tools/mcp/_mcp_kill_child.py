@@ -1,11 +1,11 @@
 """Child process of the MCP SIGKILL test (test_mcp_durable.py).
 
-One turn on a SQLiteStore calls the kit server's ``put_item`` (c1, finishes at once) and
+One turn on a SQLiteStore or PostgresStore calls the kit server's ``put_item`` (c1, finishes at once) and
 ``slow_effect`` (c2, writes ``start`` then sleeps a minute). Once c1's operation is
 committed completed and the server logged c2's start, the child prints ``READY`` and
 blocks until the parent SIGKILLs it. The server logs every effect to ``<dir>/effects.log``.
 
-Usage: python _mcp_kill_child.py <dir> [idempotent]
+Usage: python _mcp_kill_child.py <dir> <sqlite|postgres> [idempotent]   (postgres: the DSN is in <dir>/dsn)
 """
 
 from __future__ import annotations
@@ -32,8 +32,14 @@ def turns() -> list:
         ark.ScriptedTurn(text="Both finished.")]
 
 
-async def main(directory: str, idempotent: bool) -> None:
-    store = ark.SQLiteStore(Path(directory) / "arknb.sqlite3")
+def open_store(directory: str, kind: str):
+    if kind == "postgres":
+        return ark.PostgresStore((Path(directory) / "dsn").read_text())
+    return ark.SQLiteStore(Path(directory) / "arknb.sqlite3")
+
+
+async def main(directory: str, kind: str, idempotent: bool) -> None:
+    store = open_store(directory, kind)
     runtime = ark.AgentRuntime(ark.ScriptedModel(turns()), tools=[server(directory, idempotent)], storage=store,
                                session_id="s1")
     effects = Path(directory) / "effects.log"
@@ -55,4 +61,4 @@ async def main(directory: str, idempotent: bool) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], len(sys.argv) > 2))
+    asyncio.run(main(sys.argv[1], sys.argv[2], len(sys.argv) > 3))

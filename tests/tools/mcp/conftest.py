@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import arknb as ark
+from tests.durable.conftest import pg_dsn, pg_server  # noqa: F401  (a real PostgreSQL for the durable MCP test)
 
 KIT = str(Path(__file__).with_name("kit_server.py"))
 

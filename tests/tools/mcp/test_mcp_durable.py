@@ -15,15 +15,17 @@ from pathlib import Path
 import arknb as ark
 from arknb.durable import OperationStatus
 
-from ._mcp_kill_child import server, turns
+import pytest
+
+from ._mcp_kill_child import open_store, server, turns
 
 CHILD = Path(__file__).with_name("_mcp_kill_child.py")
 
 
-async def crash(tmp_path: Path, *, idempotent: bool = False) -> None:
+async def crash(tmp_path: Path, kind: str = "sqlite", *, idempotent: bool = False) -> None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3]))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(CHILD), str(tmp_path), *(["idempotent"] if idempotent else []),
+        sys.executable, str(CHILD), str(tmp_path), kind, *(["idempotent"] if idempotent else []),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), 90)
@@ -38,18 +40,25 @@ def effects(tmp_path: Path) -> list[str]:
     return (tmp_path / "effects.log").read_text().splitlines()
 
 
-async def restore(tmp_path: Path, *, idempotent: bool = False):
-    store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
+async def restore(tmp_path: Path, kind: str = "sqlite", *, idempotent: bool = False):
+    store = open_store(str(tmp_path), kind)
     model = ark.ScriptedModel(turns()[1:])
     runtime = await ark.AgentRuntime.restore("s1", storage=store, model=model, tools=[server(str(tmp_path), idempotent)])
     return store, runtime
 
 
-async def test_a_killed_non_idempotent_mcp_call_is_in_doubt_and_a_finished_one_never_runs_again(tmp_path):
-    await crash(tmp_path)
+@pytest.fixture(params=["sqlite", "postgres"])
+def kind(request, tmp_path) -> str:
+    if request.param == "postgres":  # a real PostgreSQL the suite starts (tests/durable/conftest.py)
+        (tmp_path / "dsn").write_text(request.getfixturevalue("pg_dsn"))
+    return request.param
+
+
+async def test_a_killed_non_idempotent_mcp_call_is_in_doubt_and_a_finished_one_never_runs_again(tmp_path, kind):
+    await crash(tmp_path, kind)
     assert effects(tmp_path)[0] == "put a" and effects(tmp_path)[1].startswith("start z")
     assert len(effects(tmp_path)) == 2  # the killed call never reached its effect
-    store, runtime = await restore(tmp_path)
+    store, runtime = await restore(tmp_path, kind)
     try:
         [item] = runtime.controller.list_in_doubt()
         assert item.tool_call.name == "slow_effect" and item.attempts == 1
