@@ -31,7 +31,7 @@ from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
-    AgentState, MemoryStateStorage, SecretLint, StateStorage, validate_session_id,
+    AgentState, ApprovalDecisionResult, MemoryStateStorage, SecretLint, StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
 from ._approvals import LoopKind
@@ -468,9 +468,9 @@ class AgentRuntime(RunControl):
         """The questions tool sources asked a person that wait for an answer (``controller.list_elicitations``)."""
         return self._elicitations.pending() if self._elicitations is not None else []
 
-    async def apply_elicitation_answer(self, elicitation_id: str, action: str, content: Any = None):
+    async def apply_elicitation_answer(self, elicitation_id: str, action: str,
+                                       content: Any = None) -> ApprovalDecisionResult:
         """Answer a waiting question (the controller's ``answer/decline/cancel_elicitation``)."""
-        from ..state import ApprovalDecisionResult
         if self._elicitations is None:
             return ApprovalDecisionResult.failure(elicitation_id, ArkError(
                 ErrorLayer.SECURITY, ErrorCode.APPROVAL_NOT_FOUND,
