@@ -329,3 +329,27 @@ def test_a_process_that_exits_without_closing_leaves_no_server_behind(tmp_path):
     else:
         os.kill(pid, 9)
         raise AssertionError(f"the MCP server {pid} outlived the process that started it")
+
+
+async def test_loop_detection_and_a_deferring_hook_apply_to_mcp_calls(kit, effects):
+    server = kit()
+    same = [ark.ScriptedTurn(tool_calls=[call("echo", {"text": "again"}, f"c{i}")]) for i in range(4)]
+    looping = ark.AgentRuntime(ark.ScriptedModel([*same, "never"]), tools=[server])
+    result = await looping.run("go")
+    assert result.stop_reason == "loop_detected"
+    await looping.aclose()
+
+    runtime = ark.AgentRuntime(model_calling(call("put_item", {"name": "p"})), tools=[kit()])
+
+    @runtime.hooks.before_tool_call
+    def ask_first(ctx):
+        return ark.ToolCallHookResult.defer("puts need a look")
+
+    result = await runtime.run("go")
+    assert result.stop_reason == "awaiting_approval" and lines(effects) == []
+    [item] = runtime.controller.list_pending_approvals()
+    assert item.reason == "puts need a look"
+    await runtime.controller.approve(item.approval_id)
+    assert (await asyncio.wait_for(runtime.current_run.wait(), 30)).stop_reason == "completed"
+    assert lines(effects) == ["put p"]
+    await runtime.aclose()
