@@ -56,8 +56,9 @@ def kind(request, tmp_path) -> str:
 
 async def test_a_killed_non_idempotent_mcp_call_is_in_doubt_and_a_finished_one_never_runs_again(tmp_path, kind):
     await crash(tmp_path, kind)
-    assert effects(tmp_path)[0] == "put a" and effects(tmp_path)[1].startswith("start z")
-    assert len(effects(tmp_path)) == 2  # the killed call never reached its effect
+    # c1 and c2 run concurrently: their lines come in either order.
+    assert sorted(line.split(" ")[0] for line in effects(tmp_path)) == ["put", "start"]
+    assert not any(line.startswith("effect") for line in effects(tmp_path))  # the killed call never got there
     store, runtime = await restore(tmp_path, kind)
     try:
         [item] = runtime.controller.list_in_doubt()
@@ -69,7 +70,7 @@ async def test_a_killed_non_idempotent_mcp_call_is_in_doubt_and_a_finished_one_n
         result = await asyncio.wait_for(runtime.current_run.wait(), 60)
         assert result.stop_reason == "completed"
         # Nothing ran again: put_item once, slow_effect started once.
-        assert [line.split(" ")[0:2] for line in effects(tmp_path)] == [["put", "a"], ["start", "z"]]
+        assert sorted(line.split(" ")[0:2] for line in effects(tmp_path)) == [["put", "a"], ["start", "z"]]
         answers = {m.tool_call_id: m.text for m in runtime.history if m.role == "tool"}
         assert answers == {"c1": "stored a", "c2": "checked by hand"}
     finally:
