@@ -81,7 +81,7 @@ class MCPServer(ToolSource):
         spec.on_list_changed = self._mark_stale
         spec.on_sample = self._sample if allow_sampling else self._decline_sampling
         spec.on_elicit = self._on_elicit
-        self._running: list[tuple[ToolContext, str]] = []  # calls in flight (an elicitation asks for the latest)
+        self._running: list[_Running] = []  # calls in flight (an elicitation asks through the latest)
         self._connection: Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._tools: tuple[Tool, ...] = ()
@@ -316,12 +316,16 @@ class MCPServer(ToolSource):
         # The call runs in a task of its own that is cancelled exactly once: the SDK then sends
         # the server notifications/cancelled from a shielded write, which a second native
         # cancel of the run's task (the batch and the run both cancel) would cut short.
-        inner = asyncio.ensure_future(session.call_tool(remote, arguments, read_timeout_seconds=self._timeout,
-                                                        progress_callback=progress, meta=meta))
-        running = (ctx, remote)
+        # The time limit is kept here, not by the SDK's read timeout: it waits while a person
+        # answers a question the server asked during the call (an elicitation).
+        inner = asyncio.ensure_future(session.call_tool(remote, arguments, progress_callback=progress, meta=meta))
+        running = _Running(ctx, remote)
         self._running.append(running)
         try:
-            result = await asyncio.shield(inner)
+            result = await self._within_time(inner, running)
+        except _TimedOut:
+            return error_result(self.name, remote, f"no answer within {self._timeout:g} s (timeout=); the "
+                                "server was sent a cancellation", ErrorCode.TOOL_TIMEOUT.value)
         except asyncio.CancelledError:
             inner.cancel()
             try:
@@ -347,6 +351,24 @@ class MCPServer(ToolSource):
                 self._running.remove(running)
         return convert_result(result, server=self.name, tool=remote, max_chars=self._max_chars)
 
+    async def _within_time(self, inner: asyncio.Future, running: _Running) -> Any:
+        if self._timeout is None:
+            return await asyncio.shield(inner)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        while True:
+            done, _ = await asyncio.wait({inner}, timeout=max(0.0, deadline - loop.time()))
+            if done:
+                return inner.result()
+            if running.asking:  # a person is answering the server: the clock starts again after
+                deadline = loop.time() + self._timeout
+                continue
+            inner.cancel()  # the SDK sends notifications/cancelled (see _call)
+            await asyncio.wait({inner}, timeout=_CANCEL_GRACE)
+            if inner.done() and not inner.cancelled():
+                inner.exception()
+            raise _TimedOut
+
     async def _died(self, connection: Connection, remote: str) -> ToolResult:
         await connection.wait_exit(2.0)
         if self._connection is connection:
@@ -361,11 +383,16 @@ class MCPServer(ToolSource):
         # is running (the latest, when several run at once) asks its person (DESIGN §15).
         if not self._running or getattr(params, "mode", "form") != "form":
             return types.ElicitResult(action="decline")
-        ctx, remote = self._running[-1]
+        running = self._running[-1]
+        ctx, remote = running.ctx, running.remote
         schema = params.requested_schema
         if hasattr(schema, "model_dump"):
             schema = schema.model_dump(mode="json", by_alias=True, exclude_none=True)
-        answer = await ctx.elicit(params.message, dict(schema), {"server": self.name, "tool": remote})
+        running.asking += 1
+        try:
+            answer = await ctx.elicit(params.message, dict(schema), {"server": self.name, "tool": remote})
+        finally:
+            running.asking -= 1
         action = answer.get("action", "cancel")
         return types.ElicitResult(action=action, content=answer.get("content") if action == "accept" else None)
 
@@ -373,7 +400,8 @@ class MCPServer(ToolSource):
         # allow_sampling=True: the running call asks the runtime's model (DESIGN §15), text only.
         if not self._running or getattr(params, "tools", None):
             return await self._decline_sampling(params)
-        ctx, remote = self._running[-1]
+        running = self._running[-1]
+        ctx, remote = running.ctx, running.remote
         messages = []
         for message in params.messages:
             blocks = message.content if isinstance(message.content, list) else [message.content]
@@ -391,6 +419,21 @@ class MCPServer(ToolSource):
         return types.ErrorData(code=types.INVALID_REQUEST,
                                message="sampling declined: this arknb runtime does not let MCP servers use its model "
                                        "(MCPServer(..., allow_sampling=True) to allow it)")
+
+
+class _Running:
+    """A call in flight: its context, the server's tool name, and whether a person is being asked."""
+
+    __slots__ = ("ctx", "remote", "asking")
+
+    def __init__(self, ctx: ToolContext, remote: str) -> None:
+        self.ctx = ctx
+        self.remote = remote
+        self.asking = 0
+
+
+class _TimedOut(Exception):
+    """A call got no answer within the server's ``timeout``."""
 
 
 def _patterns(option: str, value: Iterable[str] | None) -> tuple[str, ...] | None:

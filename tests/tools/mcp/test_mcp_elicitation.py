@@ -110,3 +110,13 @@ async def test_sampling_is_declined_by_default_and_answered_by_the_runtimes_mode
     assert [m.role for m in asked.messages] == ["system", "user"] and asked.messages[0].text == "Be brief."
     assert asked.config.max_tokens == 50
     await allowed.aclose()
+
+
+async def test_the_call_time_limit_waits_while_a_person_answers(kit):
+    runtime = ark.AgentRuntime(ask_model(), tools=[kit(timeout=1.0)])
+    handle, item, _, _ = await asked(runtime)
+    await asyncio.sleep(2.0)  # a person who takes longer than the call's whole time limit
+    assert (await runtime.controller.answer_elicitation(item.approval_id, {"color": "teal"})).ok
+    assert (await asyncio.wait_for(handle.wait(), 30)).stop_reason == "completed"
+    assert {m.tool_call_id: m.text for m in runtime.state.history if m.role == "tool"}["c1"] == "accepted teal x1"
+    await runtime.aclose()
