@@ -355,19 +355,26 @@ class MCPServer(ToolSource):
         if self._timeout is None:
             return await asyncio.shield(inner)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout
-        while True:
-            done, _ = await asyncio.wait({inner}, timeout=max(0.0, deadline - loop.time()))
-            if done:
-                return inner.result()
+        timer: list[asyncio.TimerHandle] = []
+
+        def expire() -> None:
+            if inner.done():
+                return
             if running.asking:  # a person is answering the server: the clock starts again after
-                deadline = loop.time() + self._timeout
-                continue
+                timer[0] = loop.call_later(self._timeout, expire)
+                return
+            running.timed_out = True
             inner.cancel()  # the SDK sends notifications/cancelled (see _call)
-            await asyncio.wait({inner}, timeout=_CANCEL_GRACE)
-            if inner.done() and not inner.cancelled():
-                inner.exception()
-            raise _TimedOut
+
+        timer.append(loop.call_later(self._timeout, expire))
+        try:
+            return await asyncio.shield(inner)
+        except asyncio.CancelledError:
+            if running.timed_out and inner.cancelled():
+                raise _TimedOut from None
+            raise
+        finally:
+            timer[0].cancel()
 
     async def _died(self, connection: Connection, remote: str) -> ToolResult:
         await connection.wait_exit(2.0)
@@ -424,12 +431,13 @@ class MCPServer(ToolSource):
 class _Running:
     """A call in flight: its context, the server's tool name, and whether a person is being asked."""
 
-    __slots__ = ("ctx", "remote", "asking")
+    __slots__ = ("ctx", "remote", "asking", "timed_out")
 
     def __init__(self, ctx: ToolContext, remote: str) -> None:
         self.ctx = ctx
         self.remote = remote
         self.asking = 0
+        self.timed_out = False
 
 
 class _TimedOut(Exception):
