@@ -30,6 +30,7 @@ model = ark.ScriptedModel([
     "All done.",
 ])
 runtime = ark.AgentRuntime(model, tools=[server])
+timeline = ark.TimelineWidget(runtime)  # listening from the start; shown in a later cell
 chat = ark.ChatWidget(runtime)
 chat
 '''
@@ -37,7 +38,8 @@ chat
 
 def test_mcp_approval_html_as_text_and_an_elicitation_form(lab):
     notebook = lab.server.write_notebook("mcp_chat.ipynb", [SETUP, 'handle = runtime.start("go")',
-                                                            "print(open(EFFECTS).read())"])
+                                                            "print(open(EFFECTS).read())",
+                                                            "timeline"])
     lab.open(notebook)
     lab.run_cell(0)
     chat = lab.page.locator(CHAT).first
@@ -70,4 +72,13 @@ def test_mcp_approval_html_as_text_and_an_elicitation_form(lab):
     assert chat.locator("script").count() == 0 and chat.locator("img").count() == 0
     lab.screenshot("mcp_done", locator=chat)
     assert "delete x" in lab.run_cell(2)
+    # The timeline shows the same hostile text as text too.
+    lab.run_cell(3)
+    timeline = lab.page.locator("[data-testid='arknb-timeline'][data-ready='true']").first
+    timeline.wait_for()
+    timeline.get_by_test_id("arknb-timeline-filter").fill("onerror")
+    row = timeline.get_by_test_id("arknb-timeline-row").filter(has_text="<img src=x onerror=alert(1)>")
+    expect(row.first).to_be_visible()
+    assert timeline.locator("script").count() == 0 and timeline.locator("img").count() == 0
+    lab.screenshot("mcp_timeline", locator=timeline)
     lab.kernel_exec("import asyncio; asyncio.get_event_loop().create_task(runtime.aclose())")
