@@ -78,9 +78,9 @@ async def test_a_killed_non_idempotent_mcp_call_is_in_doubt_and_a_finished_one_n
         await store.aclose()
 
 
-async def test_a_killed_idempotent_mcp_call_runs_again_with_the_same_key(tmp_path):
-    await crash(tmp_path, idempotent=True)
-    store, runtime = await restore(tmp_path, idempotent=True)
+async def test_a_killed_idempotent_mcp_call_runs_again_with_the_same_key(tmp_path, kind):
+    await crash(tmp_path, kind, idempotent=True)
+    store, runtime = await restore(tmp_path, kind, idempotent=True)
     try:
         assert runtime.controller.list_in_doubt() == []
         # resume() runs the interrupted idempotent call again (no person asked); it sleeps
