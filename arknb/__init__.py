@@ -25,7 +25,7 @@ from .hooks import (
 )
 
 # tools
-from .tools import Tool, ToolContext, ToolRegistry, tool
+from .tools import SourceTool, Tool, ToolContext, ToolRegistry, ToolSource, tool
 
 # state
 from .state import (
@@ -78,12 +78,17 @@ def __getattr__(name: str):
     if name == "agui":  # the AG-UI server (extra arknb[agui]), loaded on first use
         import importlib
         return importlib.import_module(".agui", __name__)
+    # tool sources: MCP needs the extra arknb[mcp]; load the SDK only when asked for (DESIGN §15)
+    if name == "MCPServer":
+        from .tools.mcp import MCPServer
+        return MCPServer
     raise AttributeError(f"module 'arknb' has no attribute {name!r}")
 
 
 __all__ = [
     "END", "START", "Graph", "GraphController", "GraphWidget", "GraphRun", "GraphStatus", "NodeContext", "PendingStep", "PlanAndExecute", "PlanState", "append",
     "Capabilities", "OutputErrors", "OutputSchema", "OutputSpec",
+    "MCPServer", "SourceTool", "ToolSource",
     "ApprovalKind", "ContextCompressor", "EpisodicMemory", "Extension", "ExtensionScope", "SubAgent", "PendingPlanReview", "Plan", "PlanItem", "PlanMode", "Skill",
     "SkillLoadError", "SkillLoadReport", "TodoStatus", "load_skills",
     "AfterRunHookContext", "AgentController", "AgentEvent", "AgentHook", "AgentMessage", "AgentRunResult",

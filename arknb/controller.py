@@ -120,6 +120,33 @@ class AgentController:
         batch = self._host.get_pending_approval_batch() if self._host is not None else None
         return batch.model_copy(deep=True) if batch is not None else None
 
+    # -- elicitations (a tool's server asks a person mid-call; DESIGN §15) ------------
+
+    def list_elicitations(self) -> list[PendingApprovalItem]:
+        """The questions waiting for an answer: items of kind ``"elicitation"`` whose
+        ``detail`` holds the ``message``, the form's ``schema``, the ``server`` and ``tool``."""
+        listing = getattr(self._host, "list_elicitations", None)
+        return list(listing()) if callable(listing) else []
+
+    async def answer_elicitation(self, elicitation_id: str, content: dict[str, Any]) -> ApprovalDecisionResult:
+        """Accept a question with the form's values (checked against its schema)."""
+        return await self._elicit(elicitation_id, "accept", content)
+
+    async def decline_elicitation(self, elicitation_id: str) -> ApprovalDecisionResult:
+        """Decline a question (the server is told the person said no)."""
+        return await self._elicit(elicitation_id, "decline", None)
+
+    async def cancel_elicitation(self, elicitation_id: str) -> ApprovalDecisionResult:
+        """Dismiss a question without a choice (the server is told it was cancelled)."""
+        return await self._elicit(elicitation_id, "cancel", None)
+
+    async def _elicit(self, elicitation_id: str, action: str, content: Any) -> ApprovalDecisionResult:
+        apply = getattr(self._host, "apply_elicitation_answer", None)
+        if not callable(apply):
+            return ApprovalDecisionResult.failure(elicitation_id, ArkError(
+                ErrorLayer.RUNTIME, ErrorCode.APPROVAL_HOST_MISSING, "no runtime is bound to this controller"))
+        return await apply(elicitation_id, action, content)
+
     # -- decisions ------------------------------------------------------------------
 
     async def approve(self, approval_id: str, *, batch_id: str | None = None) -> ApprovalDecisionResult:

@@ -168,3 +168,42 @@ def test_no_core_package_imports_graphs() -> None:
     core = [p for p in PACKAGE.rglob("*.py") if _part(p) not in ("graphs", "widgets", "__init__")]
     offenders = [str(p.relative_to(PACKAGE)) for p in core if "graphs" in _arknb_imports(p)]
     assert offenders == [], f"{offenders} import arknb.graphs; the core never does (DESIGN §1)"
+# -- tool sources (DESIGN §15, STYLE §14) ---------------------------------------------------
+
+def _third_party_imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_tools_mcp_imports_the_mcp_sdk(path: pathlib.Path) -> None:
+    rel = path.relative_to(PACKAGE)
+    if rel.parts[:2] == ("tools", "mcp"):
+        return
+    sdk = _third_party_imports(path) & {"mcp", "mcp_types"}
+    assert not sdk, f"{rel} imports the MCP SDK ({sorted(sdk)}); only arknb/tools/mcp/ may (extra arknb[mcp])"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "tools" / "mcp").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_tools_mcp_imports_only_tools_and_domain(path: pathlib.Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("arknb."):
+            assert node.module.split(".")[1] in ("domain", "tools"), f"{path.name} imports {node.module}"
+        if isinstance(node, ast.ImportFrom) and node.level >= 3:
+            raise AssertionError(f"{path.name} reaches above arknb.tools ({'.' * node.level}{node.module})")
+
+
+def test_importing_the_core_does_not_import_the_mcp_sdk() -> None:
+    code = ("import sys, arknb, arknb.runtime, arknb.tools, arknb.durable; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types') or m == 'arknb.tools.mcp']; "
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing the core pulled in: {out.stdout.strip()}"

@@ -80,6 +80,11 @@ unsupported_content                 config       a part the model's profile cann
 document_unreadable                 config       ContentPart.from_document_text could not read or extract a file
 pdf_unavailable                     config       reading a PDF needs the optional extra arknb[pdf]
 attachment_too_large                config       a file given to the chat is over its size cap (names both)
+tool_name_conflict                  config       two tool sources offer a tool of one name (names both; use prefix=)
+tool_source_failed                  transport    a tool source (an MCP server) cannot start or connect (names the
+                                                 command or URL, the exit code and the last lines of its stderr)
+mcp_unavailable                     config       ark.MCPServer needs the optional extra arknb[mcp]
+tool_timeout                        tool         a tool source's call got no answer within its time limit
 provider_*                          provider     mapped from HTTP status (seed 003 §5.5)
 ==================================  ===========  ==========================================
 
@@ -199,6 +204,10 @@ class ErrorCode(StrEnum):
     DOCUMENT_UNREADABLE = "document_unreadable"
     PDF_UNAVAILABLE = "pdf_unavailable"
     ATTACHMENT_TOO_LARGE = "attachment_too_large"
+    TOOL_NAME_CONFLICT = "tool_name_conflict"
+    TOOL_SOURCE_FAILED = "tool_source_failed"
+    MCP_UNAVAILABLE = "mcp_unavailable"
+    TOOL_TIMEOUT = "tool_timeout"
 
 
 class ErrorInfo(BaseModel):

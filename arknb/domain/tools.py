@@ -105,6 +105,8 @@ class ToolResult(BaseModel):
     is_error: bool = False
     stop: bool = False
     error_code: str | None = None
+    structured_content: dict[str, Any] | None = None
+    """A JSON object the tool returned beside its text (an MCP tool's ``structuredContent``)."""
 
     @field_validator("contents", mode="before")
     @classmethod

@@ -61,7 +61,7 @@ class ToolOperations:
                 continue
             if operation is None:
                 operation = self.bus.new_operation(EventRequest(
-                    TOOL_CALL, 1, {"call": call.model_dump(mode="json"), "turn": planning.turn}, purpose))
+                    TOOL_CALL, 1, self._input(call, planning.turn), purpose))
             operation = operation.advance(OperationPhase.REQUEST_HOOKS, at=self.scope.clock())
             raw_input = operation.raw_input
             progress = OperationProgress(self, operation, "request", "before_tool_call", lambda value: {
@@ -93,8 +93,7 @@ class ToolOperations:
             if given is not None and not batch.is_settled(call):
                 await self._deny(purpose, call, given, batch.turn, continued)
             original = batch.original(call)
-            requests.append(EventRequest(TOOL_CALL, 1, {"call": original.model_dump(mode="json"), "turn": batch.turn},
-                                         purpose))
+            requests.append(EventRequest(TOOL_CALL, 1, self._input(original, batch.turn), purpose))
         if continued:
             await self._note_recorded_abort(batch, purposes)
         try:
@@ -124,6 +123,16 @@ class ToolOperations:
         if doubts:
             raise CallsInDoubt(doubts, {answer.call.id: answer.result for answer in answers})
         return answers
+
+    def _input(self, call: ToolCall, turn: int) -> dict:
+        """A tool operation's input: the call, its turn and, for a tool from a source (an MCP
+        server), where the call goes (DESIGN §15: the server name is on record)."""
+        payload = {"call": call.model_dump(mode="json"), "turn": turn}
+        source = getattr(self.scope, "source_of", None)
+        where = source(call.name) if source is not None else None
+        if where:
+            payload["source"] = where
+        return payload
 
     async def _deny(self, purpose: str, call: ToolCall, given: Any, turn: int, continued: bool) -> None:
         """A denied call (by a hook, or by a person deciding its approval) is answered with

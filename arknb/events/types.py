@@ -34,6 +34,8 @@ class EventTypes:
     TOOL_BEFORE = "tool.before"            # call, batch_id
     TOOL_AFTER = "tool.after"              # call, result, batch_id, duration_ms
     TOOL_DENIED = "tool.denied"            # call, result, reason, hook
+    TOOL_PROGRESS = "tool.progress"        # call_id, name, progress, total, message (a running tool's report)
+    TOOL_SAMPLING = "tool.sampling"        # call_id, name, server, messages, text (a tool's server used the model)
     APPROVAL_REQUIRED = "approval.required"  # batch_id, items
     APPROVAL_DECIDED = "approval.decided"    # batch_id, approval_id, decision, deny_reason, all_decided
     APPROVAL_RESOLVED = "approval.resolved"  # batch_id, items
@@ -66,4 +68,5 @@ class EventTypes:
         PLAN_REVIEW_RESOLVED, SKILL_ACTIVATED, CONTEXT_COMPRESSED, MEMORY_RECORDED, OPERATION_IN_DOUBT, BUS_DROPPED,
         GRAPH_STEP_STARTED, GRAPH_STEP_FINISHED, GRAPH_WAITING,
         LLM_TRUNCATED, OUTPUT_VALIDATED, OUTPUT_RETRY,
+        TOOL_PROGRESS, TOOL_SAMPLING,
     )

@@ -68,6 +68,8 @@ class SessionScope:
     # Changes when ``redact`` learns a secret (0: it has nothing to find); a value found
     # clean before is checked again when it did. None: not known, check all.
     secrets_known: Callable[[], int] | None = None
+    # tool name -> where its calls go, for the record (an MCP server's name; None for a Python tool)
+    source_of: Callable[[str], str | None] = lambda name: None
 
 
 class DirectInvocations:
@@ -144,8 +146,13 @@ def make_invocations(rt: AgentRuntime):
         runtime = this()  # the extensions' tools count too (offered for the current state)
         return runtime is not None and runtime._offered_tools().is_idempotent(name)
 
+    def source_of(name: str) -> str | None:
+        runtime = this()
+        entry = runtime._offered_tools().get(name) if runtime is not None else None
+        return entry.source if entry is not None else None
+
     scope = SessionScope(session_id=rt.session_id, bus=rt.bus, clock=rt._clock, storage=rt.storage,
                          is_idempotent=is_idempotent, redact=rt._redactor.value,
-                         secrets_known=rt._redactor.generation)
+                         secrets_known=rt._redactor.generation, source_of=source_of)
     factory = getattr(rt.storage, "invocations_for", None)
     return factory(scope) if callable(factory) else DirectInvocations(scope)

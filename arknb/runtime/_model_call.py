@@ -92,6 +92,7 @@ class ModelCall(OfRun):
         rt, ctx = self.rt, self.ctx
         pipeline = rt._pipeline
         if request is None:
+            await rt.tools.refresh()  # tool sources connect on first use, re-list after a change (§15)
             request = rt._build_request()
         responded = None
         if pipeline.has(HookSlot.BEFORE_MODEL_CALL):

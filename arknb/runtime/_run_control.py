@@ -359,6 +359,9 @@ class RunControl:
     def _check_not_running(self) -> None:
         if self._detached is not None or self.closed:
             raise detached_error(self)
+        asking = self._elicitations.blocks_input_error() if self._elicitations is not None else None
+        if asking is not None:  # a question a tool's server asks mid-call waits like a batch (DESIGN §15)
+            raise asking
         if self._active is not None:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
                            f"run {self._active.run_id} is still active; await it, or cancel() it first")

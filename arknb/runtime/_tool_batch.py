@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from ..domain import AgentMessage, ArkError, ErrorCode, Role, ToolCall, ToolResult, ToolRisk
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, Role, ToolCall, ToolResult, ToolRisk
 from ..domain.invocation import CALL_DEFERRED, HookAbort, ToolAnswer
 from ..events import EventTypes
 from ..events.envelope import flat_payload
@@ -128,6 +128,7 @@ async def plan_batch(rt: AgentRuntime, ctx: RunContext, message: AgentMessage,
                      calls: Iterable[ToolCall] | None = None) -> BatchPlan:
     """Run before_tool_call for every call of ``message`` (or only ``calls``), then the
     approval policy, through the invocation seam (which records each decision on a durable store)."""
+    await rt.tools.refresh()  # a resumed batch may run before any model call connected the sources
     planning = ToolPlanning(rt, ctx, message, calls)
     await rt._invocations.plan_tools(planning)
     return planning.plan
@@ -189,12 +190,16 @@ class ToolPlanning(OfRun):
         # The built-in approval policy runs after the user hooks (DESIGN §7).
         if rt.require_approval and tools.risk_of(call.name) is ToolRisk.DANGEROUS:
             reason = f"{call.name} is a dangerous tool and needs approval"
+            entry = tools.get(call.name)
+            if entry is not None and entry.source:  # the card names where the call goes (DESIGN §15)
+                reason = f"{call.name} ({entry.source}) is a dangerous tool and needs approval"
             rt._emit(EventTypes.HOOK_DECISION, lambda: {
                 "slot": "before_tool_call", "hook": APPROVAL_POLICY, "action": "defer", "reason": reason,
                 "before": jsonable(call), "after": None, "call_id": call.id})
             if progress is not None:
                 progress.after_hook(HookStep(APPROVAL_POLICY, "defer", reason), call)
-            return self.defer(call, reason, risk=ToolRisk.DANGEROUS)
+            detail = entry.source_detail if entry is not None else None
+            return self.defer(call, reason, detail=detail, risk=ToolRisk.DANGEROUS)
         if progress is not None:
             progress.after_hook(HookStep(APPROVAL_POLICY, "proceed"), call)
         return self.allow(call)
@@ -244,6 +249,7 @@ async def execute_batch(rt: AgentRuntime, ctx: RunContext, batch_id: str, model_
         CallsInDoubt: the seam found calls whose fate is unknown (after a crash).
         HookAbort: an ``after_tool_call`` hook aborted the run.
     """
+    await rt.tools.refresh()
     batch = ToolBatch(rt, ctx, batch_id, allowed, model_message, denied, settled)
     for item in batch.denied:
         rt._emit(EventTypes.TOOL_DENIED, lambda item=item: flat_payload(
@@ -372,7 +378,27 @@ class ToolBatch(OfRun):
         rt, ctx = self.rt, self.ctx
         key = idempotency_key or f"{rt.session_id}:{ctx.run_id}:{call.id}"
         return ToolContext(session_id=rt.session_id, run_id=ctx.run_id, state=self._state, batch_id=self.batch_id,
-                           call_id=call.id, cancel=ctx.cancel, idempotency_key=key, on_defer=self.deferrals.add)
+                           call_id=call.id, cancel=ctx.cancel, idempotency_key=key, on_defer=self.deferrals.add,
+                           on_progress=self._progress, on_elicit=self._elicit if rt._elicitations else None,
+                           on_sample=self._sample if rt._elicitations else None)
+
+    async def _sample(self, call_id: str, messages: list, system: str | None, max_tokens: int | None,
+                      detail: dict | None) -> str:
+        call = next((c for c in self.calls if c.id == call_id), None)
+        if call is None or self.rt._elicitations is None:
+            raise ArkError(ErrorLayer.SECURITY, ErrorCode.TOOL_DENIED, "this call cannot use the model")
+        return await self.rt._elicitations.sample(call, messages, system, max_tokens, detail)
+
+    async def _elicit(self, call_id: str, message: str, schema: dict, detail: dict | None) -> dict:
+        call = next((c for c in self.calls if c.id == call_id), None)
+        if call is None or self.rt._elicitations is None:
+            return {"action": "decline"}
+        return await self.rt._elicitations.ask(call, message, schema, detail)
+
+    def _progress(self, call_id: str, progress: float, total: float | None, message: str | None) -> None:
+        name = next((c.name for c in self.calls if c.id == call_id), None)
+        self.rt._emit(EventTypes.TOOL_PROGRESS, lambda: flat_payload(
+            call_id=call_id, name=name, progress=progress, total=total, message=message, batch_id=self.batch_id))
 
     def on_result(self, call: ToolCall, result: ToolResult, *, reused: bool = False) -> None:
         """Announce a finished call (``tool.after``); ``reused``: its result was committed

@@ -85,6 +85,7 @@ async def close_runtime(rt: AgentRuntime, grace: float = DEFAULT_GRACE) -> Agent
     rt._closing = asyncio.get_running_loop().create_future()
     try:
         result = await _end_run_and_extensions(rt, float(grace))
+        await rt.tools.aclose_sources()  # MCP servers and other tool sources (DESIGN §15)
         # On a durable store: commit what is pending and release the session's lease, so
         # another process may open it (DESIGN §13); nothing to do on the other stores.
         await rt._invocations.aclose()

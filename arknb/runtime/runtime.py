@@ -11,6 +11,7 @@ resuming runs and the decisions that continue them are in ``_run_control.py``
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 import weakref
@@ -30,10 +31,11 @@ from ..events.envelope import freeze_payload, new_event
 from ..hooks import AgentHook, HookPipeline, HookRegistry
 from ..providers.base import LLMClient
 from ..state import (
-    AgentState, MemoryStateStorage, SecretLint, StateStorage, validate_session_id,
+    AgentState, ApprovalDecisionResult, MemoryStateStorage, SecretLint, StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
 from ._approvals import LoopKind
+from ._elicitation import ElicitationDesk
 from ._in_doubt import InDoubtKind, pause_interrupted_run
 from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
@@ -53,6 +55,7 @@ from .result import AgentRunResult
 
 __all__ = ["AgentRuntime", "RunInput"]
 
+_log = logging.getLogger(__name__)
 _DEFAULT_SAVE_TIMEOUT = 30.0
 
 RunInput = str | AgentMessage | ContentPart | Iterable[str | ContentPart | AgentMessage]
@@ -203,15 +206,21 @@ class AgentRuntime(RunControl):
         emit = weak_method(self._emit)  # the pipeline and redactor are ours: no strong reference back
         # Capabilities plug in as extensions (DESIGN §14): the keywords only install them.
         this = weakref.ref(self)
+        # Tool sources (MCP servers) may ask a person mid-call: their questions' desk (DESIGN §15).
+        self._elicitations = ElicitationDesk() if self.tools.sources else None
         self._extensions = ExtensionHost(
             [*keyword_extensions(plan_mode=plan_mode, skills=skills, compressor=compressor, memory=memory,
-                                 subagents=subagents), *extensions],
+                                 subagents=subagents), *extensions,
+             *((self._elicitations,) if self._elicitations is not None else ())],
             kinds=(ToolKind(), LoopKind(lambda signature: this().loop_detector.forgive(signature)), InDoubtKind(emit)))
         self._pipeline = HookPipeline(self.hooks, emit, tail=self._extensions.hooks)
         # A slow async listener's dropped deliveries are announced (it never slows the run).
         self.bus.on_dropped = _drop_reporter(emit, self.bus)
         self.secret_lint = SecretLint(secrets)
         self._redactor = Redactor(self.secret_lint, emit)
+        for source in self.tools.sources:  # env=/headers= values of MCP servers (DESIGN §15)
+            for value in source.secret_values():
+                self.secret_lint.add(value)
         secret_values = getattr(model, "secret_values", None)
         if callable(secret_values):
             for value in secret_values():
@@ -342,6 +351,14 @@ class AgentRuntime(RunControl):
                 # refuses it, the load fails and is tried again next time.
                 self._extensions.mark_restored(found)
                 await self._extensions.restored()
+                # Tool sources list their tools first, so an interrupted call of an idempotent
+                # MCP tool is known as idempotent; a source that cannot start leaves its calls
+                # in doubt (the safe side) and fails again when used.
+                try:
+                    await self.tools.refresh()
+                except ArkError as exc:
+                    _log.warning("arknb: a tool source could not be listed while restoring session %r: %s",
+                                 self.session_id, exc)
                 # A run a crash interrupted with calls in doubt waits for a person at once
                 # (DESIGN §13), however the session is opened: so new input is refused
                 # until they are decided, and never meets an unpaired call.
@@ -502,6 +519,19 @@ class AgentRuntime(RunControl):
         if phase.mode == "tool":  # (only then does a tool's name matter)
             phase.check_tools(self._offered_tools().names())
         return phase
+
+    def list_elicitations(self) -> list:
+        """The questions tool sources asked a person that wait for an answer (``controller.list_elicitations``)."""
+        return self._elicitations.pending() if self._elicitations is not None else []
+
+    async def apply_elicitation_answer(self, elicitation_id: str, action: str,
+                                       content: Any = None) -> ApprovalDecisionResult:
+        """Answer a waiting question (the controller's ``answer/decline/cancel_elicitation``)."""
+        if self._elicitations is None:
+            return ApprovalDecisionResult.failure(elicitation_id, ArkError(
+                ErrorLayer.SECURITY, ErrorCode.APPROVAL_NOT_FOUND,
+                f"no elicitation {elicitation_id!r} is waiting (this runtime has no tool sources)"))
+        return await self._elicitations.answer(elicitation_id, action, content)
 
     def _offered_tools(self) -> ToolRegistry:
         """The tools the model is offered now: the user's plus the extensions' for this state."""

@@ -17,6 +17,7 @@ from ..events import EventTypes
 from ..runtime.extensions import Extension, ExtensionScope
 from ..state import SKILLS_SLICE, AgentState, active_skills_of
 from ..tools import Tool, ToolContext, tool
+from .files import SkillFiles
 from .skill import Skill
 
 __all__ = ["ACTIVATE_SKILL", "SkillsExtension", "skills_extension"]
@@ -67,6 +68,7 @@ class SkillsExtension(Extension):
                 owner_of[item.name] = (skill.name, item)
             self.skills[skill.name] = skill
         self._scope: ExtensionScope | None = None
+        self._files = SkillFiles(self.skills.values())  # run_skill_script / read_skill_file (DESIGN §15)
         on_demand = [s for s in self.skills.values() if not s.always_on]
         self._activate = self._build_activate(on_demand) if on_demand else None
 
@@ -77,9 +79,14 @@ class SkillsExtension(Extension):
 
     def tools(self, state: AgentState) -> tuple[Tool, ...]:
         offered: list[Tool] = [self._activate] if self._activate is not None else []
-        for skill in self._in_prompt(state):
+        in_prompt = self._in_prompt(state)
+        for skill in in_prompt:
             offered.extend(skill.tools)
+        offered.extend(self._files.tools_for(in_prompt))
         return tuple(offered)
+
+    def hooks(self):
+        return self._files.hooks()
 
     def instructions(self, state: AgentState) -> str | None:
         sections = [skill.section() for skill in self._in_prompt(state)]

@@ -187,6 +187,9 @@ _CHECKED_POSITIONS = frozenset({
     ("metadata.*", "any"), ("extensions.*", "any"), ("pending_approval.items.*.detail.*", "any"),
     ("pending_approval.denied_calls.*.result.contents", "function-before"),
     ("pending_approval.finished_calls.*.result.contents", "function-before"),
+    # a tool's structuredContent (DESIGN §15): any JSON, walked below
+    ("pending_approval.denied_calls.*.result.structured_content.*", "any"),
+    ("pending_approval.finished_calls.*.result.structured_content.*", "any"),
 })
 _one_parse: bool | None = None  # whether the schema's open positions are the checked ones (found on first use)
 
@@ -216,6 +219,11 @@ def current_document(text: str) -> AgentState | None:
         return None
     if state.pending_approval is not None and any(holds_nonfinite(item.detail)
                                                    for item in state.pending_approval.items):
+        return None
+    if state.pending_approval is not None and any(
+            holds_nonfinite(call.result.structured_content) for call in (*state.pending_approval.denied_calls,
+                                                                          *state.pending_approval.finished_calls)
+            if call.result.structured_content is not None):
         return None
     return state
 

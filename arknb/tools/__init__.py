@@ -1,7 +1,8 @@
-"""Tools: ``@tool``, the context a tool may take, and the registry that runs calls (DESIGN §6)."""
+"""Tools: ``@tool``, the context a tool may take, tool sources, and the registry that runs calls (DESIGN §6, §15)."""
 
 from .context import ToolContext
 from .decorator import Tool, tool
 from .registry import ToolRegistry
+from .source import SourceTool, ToolSource
 
-__all__ = ["Tool", "ToolContext", "ToolRegistry", "tool"]
+__all__ = ["SourceTool", "Tool", "ToolContext", "ToolRegistry", "ToolSource", "tool"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from arknb.domain import CancellationToken, ToolResult, invalid_argument
 
@@ -32,6 +32,9 @@ class ToolContext:
             ``Idempotency-Key`` header, a unique column) so a repeated call does no harm.
         on_defer: set by the runtime: what :meth:`defer` reports to (None when a tool
             is called by hand).
+        on_progress: set by the runtime: what :meth:`report_progress` reports to.
+        on_elicit: set by the runtime when it can ask a person: what :meth:`elicit` asks.
+        on_sample: set by the runtime: what :meth:`sample` asks (the runtime's model).
 
     Example:
         >>> from arknb.tools import ToolContext, tool
@@ -53,6 +56,45 @@ class ToolContext:
     cancel: CancellationToken = field(default_factory=CancellationToken)
     idempotency_key: str = ""
     on_defer: Callable[[str, str, str, dict | None], ToolResult] | None = field(default=None, repr=False)
+    on_progress: Callable[[str, float, float | None, str | None], None] | None = field(default=None, repr=False)
+    on_elicit: Callable[[str, str, dict, dict | None], Awaitable[dict]] | None = field(default=None, repr=False)
+    on_sample: Callable[[str, list, str | None, int | None, dict | None], Awaitable[str]] | None = field(
+        default=None, repr=False)
+
+    async def sample(self, messages: list[tuple[str, str]], *, system: str | None = None,
+                     max_tokens: int | None = None, detail: dict | None = None) -> str:
+        """Ask the runtime's own model on the tool's behalf (an MCP server's sampling request,
+        allowed with ``MCPServer(..., allow_sampling=True)``); returns the model's text.
+
+        ``messages`` are ``(role, text)`` pairs, role ``"user"`` or ``"assistant"``.
+
+        Raises:
+            ArkError: ``tool_denied`` outside a runtime that can sample.
+        """
+        if self.on_sample is None:
+            from arknb.domain import ArkError, ErrorCode, ErrorLayer
+            raise ArkError(ErrorLayer.SECURITY, ErrorCode.TOOL_DENIED, "no runtime model is available to sample")
+        return await self.on_sample(self.call_id, list(messages), system, max_tokens, dict(detail) if detail else None)
+
+    async def elicit(self, message: str, schema: dict, detail: dict | None = None) -> dict:
+        """Ask a person for a few values while this call runs (an MCP server's elicitation).
+
+        ``schema`` is a flat JSON object schema of primitive fields. Returns ``{"action":
+        "accept", "content": {...}}``, ``{"action": "decline"}`` or ``{"action": "cancel"}``;
+        outside a runtime that can ask (no tool sources, a call made by hand) it declines.
+        """
+        if self.on_elicit is None:
+            return {"action": "decline"}
+        return await self.on_elicit(self.call_id, str(message), dict(schema), dict(detail) if detail else None)
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Tell whoever watches the run how far this call got (a ``tool.progress`` event).
+
+        A no-op when the tool is called by hand (no runtime listens).
+        """
+        if self.on_progress is not None:
+            self.on_progress(self.call_id, float(progress), None if total is None else float(total),
+                             None if message is None else str(message))
 
     def defer(self, reason: str, *, kind: str = "tool", detail: dict | None = None) -> ToolResult:
         """Hand this call to a person instead of answering it now; return what this returns.

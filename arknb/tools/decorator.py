@@ -147,6 +147,18 @@ class Tool:
         return self._context_param is not None
 
     @property
+    def source(self) -> str | None:
+        """Where calls go, for display (None for a Python function; ``"MCP server 'git'"``
+        for a tool a :class:`~arknb.tools.source.ToolSource` offers). The loop never reads it."""
+        return None
+
+    @property
+    def source_detail(self) -> dict[str, Any] | None:
+        """JSON-ready facts about the source shown to a person deciding a call (the server,
+        the tool's own name, its annotations), or None."""
+        return None
+
+    @property
     def fn(self) -> Callable[..., Any]:
         """The original function."""
         return self._fn

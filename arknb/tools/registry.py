@@ -6,11 +6,12 @@ import asyncio
 import logging
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from arknb.domain import CancellationToken, ErrorCode, ToolCall, ToolDefinition, ToolResult, ToolRisk
+from arknb.domain import ArkError, CancellationToken, ErrorCode, ErrorLayer, ToolCall, ToolDefinition, ToolResult, ToolRisk
 from arknb.domain import invalid_argument
 
 from .context import ToolContext
 from .decorator import Tool, tool
+from .source import ToolSource
 
 __all__ = ["ToolRegistry"]
 
@@ -36,19 +37,94 @@ class ToolRegistry:
         (('add',), True)
     """
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool | ToolSource | Callable[..., Any]] = ()) -> None:
         """Create a registry.
 
         Args:
-            tools: Tools or plain typed functions (wrapped with :func:`tool`).
+            tools: Tools, plain typed functions (wrapped with :func:`tool`) or tool sources
+                (:class:`~arknb.tools.source.ToolSource`, e.g. ``ark.MCPServer``), whose
+                tools join the registry when the source is listed (:meth:`refresh`).
 
         Raises:
-            ArkError: ``config/invalid_argument`` for two tools with one name.
+            ArkError: ``config/invalid_argument`` for two tools with one name;
+                ``config/tool_name_conflict`` when a source already listed offers a name
+                that is taken.
         """
         self._tools: dict[str, Tool] = {}
         self._definitions: tuple[ToolDefinition, ...] | None = None
+        self._sources: list[ToolSource] = []
+        self._listed: dict[int, Sequence[Tool]] = {}  # id(source) -> the tools last taken from it
+        if isinstance(tools, ToolRegistry):
+            self._sources = list(tools._sources)
+            self._listed = dict(tools._listed)
         for item in tools:
-            self.register(item)
+            if isinstance(item, ToolSource):
+                self.add_source(item)
+            else:
+                self.register(item)
+
+    # -- sources ------------------------------------------------------------------------
+
+    def add_source(self, source: ToolSource) -> None:
+        """Add a tool source; its tools join at the next :meth:`refresh` (at once if it is connected)."""
+        if any(s is source for s in self._sources):
+            return
+        self._sources.append(source)
+        known = source.current_tools()
+        if known:
+            self._take(source, known)
+
+    @property
+    def sources(self) -> tuple[ToolSource, ...]:
+        """The tool sources, in the order they were given."""
+        return tuple(self._sources)
+
+    async def refresh(self) -> bool:
+        """Ask every source for its tools (connecting those not connected yet); True if any changed.
+
+        Cheap when nothing changed: a source returns the same sequence and nothing is rebuilt.
+
+        Raises:
+            ArkError: a source cannot be reached (``tool_source_failed``), or offers a
+                tool whose name is taken (``tool_name_conflict``).
+        """
+        changed = False
+        for source in self._sources:
+            listed = await source.tools()
+            if self._listed.get(id(source)) is not listed:
+                self._take(source, listed)
+                changed = True
+        return changed
+
+    async def aclose_sources(self) -> None:
+        """Close every source (each failure is logged; the others still close)."""
+        for source in self._sources:
+            try:
+                await source.aclose()
+            except Exception:
+                _log.exception("closing tool source %r failed", source)
+
+    def _take(self, source: ToolSource, listed: Sequence[Tool]) -> None:
+        previous = self._listed.get(id(source), ())
+        for old in previous:
+            if self._tools.get(old.name) is old:
+                del self._tools[old.name]
+        for item in listed:
+            taken = self._tools.get(item.name)
+            if taken is not None and taken is not item:
+                for old in listed:  # leave the registry as it was before this listing
+                    if self._tools.get(old.name) is old:
+                        del self._tools[old.name]
+                for old in previous:
+                    self._tools.setdefault(old.name, old)
+                owner = taken.source or "the runtime's tools= (a Python function)"
+                raise ArkError(ErrorLayer.CONFIG, ErrorCode.TOOL_NAME_CONFLICT,
+                               f"tool name conflict: {source.label} offers a tool named {item.name!r}, "
+                               f"but {owner} already has one; pass prefix='...' to the server (or exclude=) "
+                               "so the names differ")
+            self._tools[item.name] = item
+        self._listed[id(source)] = listed
+        self._definitions = None
 
     def register(self, tool_or_function: Tool | Callable[..., Any], *, replace: bool = False) -> Tool:
         """Add a tool.
@@ -65,6 +141,8 @@ class ToolRegistry:
             ArkError: ``config/invalid_argument`` if the name is taken and ``replace``
                 is false, or if the function cannot be a tool.
         """
+        if isinstance(tool_or_function, ToolSource):
+            raise invalid_argument("register() takes a tool; add a tool source with add_source()")
         item = tool_or_function if isinstance(tool_or_function, Tool) else tool(tool_or_function)
         if not replace and item.name in self._tools:
             raise invalid_argument(

@@ -70,7 +70,8 @@ class ApprovalCards:
         """One dict per item of the pending batch, with ``decision`` (as recorded, also
         when it was made elsewhere), ``deciding``, ``error``, ``note`` and ``live``."""
         self.dirty = False
-        items = self._batch()
+        from ._chat_elicitation import elicitation_rows  # a server's questions (DESIGN §15)
+        items = self._batch() + elicitation_rows(self.runtime)
         self._batch_ids = {a["approval_id"]: a.get("batch_id") for a in items}
         current = {a["approval_id"] for a in items}
         self._ui = {k: v for k, v in self._ui.items() if k in current}

@@ -63,8 +63,9 @@ class Action:
     RERUN = "rerun"
     MARK_DONE = "mark_done"
     MARK_FAILED = "mark_failed"
+    ELICIT = "elicit"  # answer a server's question (DESIGN §15): action accept|decline|cancel, content
     HELLO = "hello"
     OLDER = "older"
 
     IN_DOUBT_ACTIONS: frozenset[str] = frozenset({RERUN, MARK_DONE, MARK_FAILED})
-    USER_ACTIONS: frozenset[str] = frozenset({SEND, APPROVE, DENY, STOP, SUSPEND, RESUME, *IN_DOUBT_ACTIONS})
+    USER_ACTIONS: frozenset[str] = frozenset({SEND, APPROVE, DENY, STOP, SUSPEND, RESUME, ELICIT, *IN_DOUBT_ACTIONS})

@@ -180,6 +180,14 @@ def summary(event: Mapping[str, Any]) -> str:
         result = as_dict(p.get("result"))
         outcome = "error " if result.get("is_error") else "→ "
         return _join(_call(p), f"{outcome}{_quote(result.get('text') or '')}", fmt_ms(p.get("duration_ms")))
+    if etype == "tool.progress":  # a running tool's report (an MCP server's progress, DESIGN §15)
+        total = p.get("total")
+        done = f"{_num(p.get('progress'))}/{_num(total)}" if total is not None else _num(p.get("progress"))
+        return _join(f"{p.get('name') or 'tool'} {p.get('call_id') or ''}".strip(), f"progress {done}",
+                     clip(str(p.get("message") or ""), 80))
+    if etype == "tool.sampling":  # a tool's server asked the runtime's model (allow_sampling=True)
+        return _join(f"{p.get('name') or 'tool'} {p.get('call_id') or ''}".strip(), "sampled the model",
+                     f"→ {_quote(str(p.get('text') or ''))}")
     if etype == "tool.denied":
         who = f"denied by {p['hook']}" if p.get("hook") else "denied"
         return _join(_call(p), who, clip(p.get("reason") or "", 80))
@@ -302,3 +310,9 @@ def status(event: Mapping[str, Any]) -> str:
                  "runtime.detached", "graph.waiting", "llm.truncated"):
         return "warn"
     return ""
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -12,6 +12,7 @@ import traitlets
 
 from ..events import EventTypes
 from ._base import RuntimeWidget, bundle, check_events, check_runtime, spawn
+from ._chat_elicitation import answer_elicitation
 from ._chat_approvals import ApprovalCards
 from ._chat_html import chat_html
 from ._chat_human import GRAPH_ACTIONS, GraphCards
@@ -391,6 +392,23 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     def _do_mark_failed(self, content: dict[str, Any], request_id: Any) -> None:
         self._decide(Action.MARK_FAILED, str(content.get("approval_id") or ""), str(content.get("text") or ""),
                      request_id)
+
+    def _do_elicit(self, content: dict[str, Any], request_id: Any) -> None:
+        approval_id, action = str(content.get("approval_id") or ""), str(content.get("action") or "")
+        cards = self._cards
+        cards.deciding(approval_id)
+        self.approvals = cards.items(detached=False)
+
+        async def answer() -> None:
+            ok, error = await answer_elicitation(self._runtime, approval_id, action, content.get("content"))
+            if ok:
+                cards._record(approval_id, "approved" if action == "accept" else "denied", action)
+            else:
+                cards.failed(approval_id, RuntimeError(error or "refused"))
+            self._decided(Action.ELICIT, approval_id, request_id, (ok, error))
+
+        spawn(answer(), self._tasks,
+              lambda exc: self._decided(Action.ELICIT, approval_id, request_id, cards.failed(approval_id, exc)))
 
     def _decide(self, action: str, approval_id: str, reason: str | None, request_id: Any) -> None:
         cards = self._cards

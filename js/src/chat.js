@@ -13,6 +13,7 @@ import { storeFor } from "./chat_store.js";
 import { planReviewCard, todoPanel } from "./chat_plan.js";
 import { fillOutput } from "./chat_output.js";
 import { attachmentTray, mediaParts } from "./chat_media.js";
+import { elicitationCard, sourceLine } from "./chat_elicitation.js";
 
 const STREAM_RENDER_MS = 60; // re-render a streaming answer's markdown at most this often
 const COLLAPSE_CHARS = 1200; // tool results longer than this (or COLLAPSE_LINES) start collapsed
@@ -319,6 +320,10 @@ function createView(model, el, store) {
       const busy = !decision && (a.deciding || deciding.has(a.approval_id));
       const usable = !ro && !detached && !decision && !busy && a.live !== false;
       const err = cardErrors.get(a.approval_id) || a.error;
+      if (a.kind === "elicitation") {
+        return elicitationCard(a, { usable, busy, decision, error: err,
+          onAnswer: (action, content) => decide(a.approval_id, Action.ELICIT, { action, content }) });
+      }
       if (a.kind === "plan") {
         return planReviewCard(a, { usable, busy, decision, error: err, note: a.note, readOnly: ro,
           state: decision ? "decided" : busy ? "deciding" : usable ? "live" : "dead",
@@ -356,7 +361,7 @@ function createView(model, el, store) {
           h("span", { class: "arknb-tool-name" }, a.tool_name),
           a.risk_level ? h("span", { class: "arknb-badge arknb-badge-awaiting_approval" }, a.risk_level) : null),
         a.reason ? h("div", { class: "arknb-muted" }, a.reason) : null,
-        subAgentSource(a),
+        subAgentSource(a), sourceLine(a),
         h("pre", { class: "arknb-pre" }, prettyJson(a.arguments)),
         actions,
         err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
@@ -435,6 +440,7 @@ function createView(model, el, store) {
     const payload = { approval_id: approvalId };
     if (type === Action.DENY && reason) payload.reason = reason;
     if ((type === Action.MARK_DONE || type === Action.MARK_FAILED) && reason) payload.text = reason;
+    if (type === Action.ELICIT) Object.assign(payload, reason);
     deciding.set(approvalId, store.request({ type, ...payload }));
     renderApprovals();
     moveFocus(approvalId);

@@ -184,6 +184,10 @@ def one_of_each() -> list[dict[str, Any]]:
                                       "output": {"city": "Oslo"}},
         EventTypes.OUTPUT_RETRY: {"turn": 1, "attempt": 1, "mode": "tool", "name": "Weather", "retrying": True,
                                   "fields": ["temp_c", "sunny"], "errors": "temp_c: Input should be a valid number"},
+        EventTypes.TOOL_PROGRESS: {"call_id": "c1", "name": "slow", "progress": 2.0, "total": 3.0,
+                                   "message": "step 2", "batch_id": "b1"},
+        EventTypes.TOOL_SAMPLING: {"call_id": "c1", "name": "muse", "server": "kit", "tool": "muse",
+                                   "messages": [{"role": "user", "text": "a haiku"}], "text": "autumn wind"},
     }
     assert set(payloads) == set(EventTypes.ALL), set(EventTypes.ALL) ^ set(payloads)
     for etype in EventTypes.ALL:

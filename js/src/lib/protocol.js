@@ -3,5 +3,5 @@ export const Msg = Object.freeze({ DELTA: "delta", EVENTS: "events", ACTION_RESU
 export const Action = Object.freeze({
   SEND: "send", APPROVE: "approve", DENY: "deny", STOP: "stop",
   SUSPEND: "suspend", RESUME: "resume", HELLO: "hello", OLDER: "older",
-  RERUN: "rerun", MARK_DONE: "mark_done", MARK_FAILED: "mark_failed",
+  RERUN: "rerun", MARK_DONE: "mark_done", MARK_FAILED: "mark_failed", ELICIT: "elicit",
 });

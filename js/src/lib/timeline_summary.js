@@ -142,6 +142,13 @@ export function summary(e) {
       const r = isObj(p.result) ? p.result : {};
       return join(callLine(p), `${r.is_error ? "error " : "→ "}${quote(r.text || "")}`, fmtMs(p.duration_ms));
     }
+    case "tool.progress": {
+      // JSON numbers print as Python's _num does (2.0 arrives as 2)
+      const done = p.total !== null && p.total !== undefined ? `${p.progress}/${p.total}` : `${p.progress}`;
+      return join(`${p.name || "tool"} ${p.call_id || ""}`.trim(), `progress ${done}`, clip(String(p.message || ""), 80));
+    }
+    case "tool.sampling":
+      return join(`${p.name || "tool"} ${p.call_id || ""}`.trim(), "sampled the model", `→ ${quote(String(p.text || ""))}`);
     case "tool.denied": return join(callLine(p), p.hook ? `denied by ${p.hook}` : "denied", clip(p.reason || "", 80));
     case "approval.required": {
       const items = itemsOf(p);
