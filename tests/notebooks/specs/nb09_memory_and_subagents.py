@@ -155,7 +155,7 @@ approval; the parent pauses too, and its chat shows the child's approval card as
 `delegate_task` call, which answers with the child's final text.
 
 The child's work appears as a collapsible card inside the `delegate_task` card, and in
-the timeline its spans are nested under that call.
+the timeline below the chat its spans are nested under that call, as they happen.
 """),
     code("""
 cleared = []
@@ -188,6 +188,14 @@ ops = ark.AgentRuntime(parent_model, storage=storage, session_id="ops", subagent
 chat = ark.ChatWidget(ops)
 chat
 """),
+    md("""
+A timeline shows what happens while it is open, so open it before the run starts:
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+timeline = ark.TimelineWidget(ops)
+timeline
+"""),
     code("""
 handle = ops.start("The build server is out of disk space.")
 result = await handle
@@ -216,15 +224,18 @@ print("child session:", child.session_id, "| ended:", child.last_stop_reason)
 for message in child.history:
     print(f"{message.role:>9}: {message.text or message.tool_calls[0].name}")
 """),
+    md("""
+The timeline above now holds both sessions: the parent's `delegate_task` span with the
+child's run (`ops.cleaner.1`) nested under it, its model calls and its `clear_cache`,
+including the wait for your approval. Another view of the same timeline shows the same:
+"""),
     code("""
 # NBVAL_IGNORE_OUTPUT
-ark.TimelineWidget(ops)
+timeline
 """),
     md("""
-The timeline above was opened after the run, so it shows nothing yet: a timeline shows
-what happens while it is open (or a saved trace). Events of the child carry
-`parent_run_id` and `parent_call_id`, which is how the timeline and the chat nest
-them:
+Events of the child carry `parent_run_id` and `parent_call_id`, which is how the
+timeline and the chat nest them:
 """),
     code("""
 events = []
