@@ -173,10 +173,9 @@ for item in runtime.controller.list_in_doubt():  # none left if you decided on t
 
 if runtime.current_run is not None:  # the run goes on in the background; wait for it here
     await runtime.current_run
-result = runtime.last_result
 print("still in doubt:", len(runtime.controller.list_in_doubt()))
-print("stop_reason:", result.stop_reason)
-print("final text: ", result.final_message.text)
+print("stop_reason:", runtime.state.last_stop_reason)
+print("final text: ", runtime.history[-1].text)
 """),
     md("""
 ## What ran, and how often
