@@ -66,6 +66,7 @@ class Transcript:
         self._children: dict[str, Transcript] = {}
         """Sub-agents' transcripts, by the call id of the ``delegate_task`` card they belong to."""
         self._stale_children: set[str] = set()  # children changed since their card was patched
+        self._at: float | None = None  # the time of the event being applied (messages show it)
 
     # -- building -----------------------------------------------------------------
 
@@ -110,13 +111,17 @@ class Transcript:
                 self._tool(call, status="requested")
         elif role == "tool":
             card = self._by_id.get(f"tool:{m['tool_call_id']}")
-            if card is not None:
+            if card is not None and m["is_error"] and m["text"].startswith(_DENIED_PREFIX):
+                self._card(card, result=None, is_error=True, status="denied", reason=m["text"][len(_DENIED_PREFIX):])
+            elif card is not None:
                 self._card(card, result=m["text"], is_error=m["is_error"], status="error" if m["is_error"] else "done")
 
     def _add(self, kind: str, entry_id: str | None = None, **fields: Any) -> dict[str, Any]:
         if entry_id is None:
             self._counter += 1
             entry_id = f"e{self._counter}"
+        if self._at is not None and kind in ("user", "assistant"):
+            fields.setdefault("at", self._at)
         entry = {"id": entry_id, "kind": kind, **fields}
         self.entries.append(entry)
         self._by_id[entry_id] = entry
@@ -151,6 +156,11 @@ class Transcript:
 
     def _notice(self, level: str, text: str) -> None:
         self._add("notice", level=level, text=text)
+
+    def note(self, level: str, text: str) -> None:
+        """Add a notice of the widget's own (``info``, ``warn`` or ``error``)."""
+        self._close_streams()
+        self._notice(level, text)
 
     # -- the stream fast path ---------------------------------------------------------
 
@@ -256,10 +266,11 @@ class Transcript:
         """
         if isinstance(event, Mapping):
             etype, run_id, payload = event.get("type"), event.get("run_id"), event.get("payload") or {}
-            parent_call = event.get("parent_call_id")
+            parent_call, at = event.get("parent_call_id"), event.get("timestamp")
         else:
             etype, run_id, payload = event.type, event.run_id, event.payload
-            parent_call = getattr(event, "parent_call_id", None)
+            parent_call, at = getattr(event, "parent_call_id", None), getattr(event, "timestamp", None)
+        self._at = at if isinstance(at, (int, float)) else None
         if parent_call is not None:
             # A sub-agent's event: it goes into the card of the call that delegated to it.
             session = event.get("session_id") if isinstance(event, Mapping) else event.session_id
@@ -321,13 +332,19 @@ class Transcript:
                        duration_ms=p.get("duration_ms"))
             return
         r = result_fields(p.get("result"))
+        # Reused from the record of an earlier process, or settled by a person: it did not run now.
+        origin = "reused" if p.get("reused") else "settled" if p.get("settled_by") else None
         self._tool(call_fields(p.get("call")), status="error" if r["is_error"] else "done", result=r["text"],
-                   is_error=r["is_error"], duration_ms=p.get("duration_ms"))
+                   is_error=r["is_error"], duration_ms=None if origin else p.get("duration_ms"),
+                   **({"origin": origin} if origin else {}))
 
     def _on_tool_denied(self, p: Mapping[str, Any]) -> None:
         r = result_fields(p.get("result"))
-        self._tool(call_fields(p.get("call")), status="denied", result=r["text"], is_error=True,
-                   reason=p.get("reason"))
+        reason = p.get("reason")
+        text = r["text"][len(_DENIED_PREFIX):] if r["text"].startswith(_DENIED_PREFIX) else r["text"]
+        # The reason is said once: the result only when it tells more than the reason.
+        self._tool(call_fields(p.get("call")), status="denied", result=None if text == reason else text,
+                   is_error=True, reason=reason)
 
     def _note_approval(self, item: Any) -> dict[str, Any]:
         data = _dump(item)
@@ -406,7 +423,8 @@ class Transcript:
         if etype == "agent.error":
             self._notice("error", f"run failed: {error_text(p.get('error'))}")
         elif etype == "agent.cancelled":
-            self._notice("warn", f"cancelled{': ' + str(p['reason']) if p.get('reason') else ''}")
+            why = str(p.get("reason") or "")
+            self._notice("warn", "stopped" if why.startswith("cancelled by user") or not why else f"stopped: {why}")
         elif etype == "agent.aborted":
             self._notice("error", f"aborted by hook {p.get('hook') or '?'}: {error_text(p.get('error'))}")
         elif self.status != "completed":
@@ -445,6 +463,7 @@ class Transcript:
 # "rerun" runs it again, "done"/"failed" answer it with the text the person gave.
 _DECIDED_STATUS = {"approved": "approved", "denied": "denied", "rerun": "approved", "done": "done",
                    "failed": "error"}
+_DENIED_PREFIX = "tool_denied: "  # how a denial reads to the model; the card says "denied" instead
 _OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "in_doubt", "approved"})
 
 
