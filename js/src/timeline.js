@@ -242,6 +242,8 @@ function render({ model, el }) {
       `${thousands(t.tokens_in)} in / ${thousands(t.tokens_out)} out tokens`,
       `${t.errors} error${t.errors === 1 ? "" : "s"}`];
     if (t.denied) parts.push(`${t.denied} denied`);
+    if (t.reused) parts.push(`${t.reused} reused from the record`);
+    if (t.settled) parts.push(`${t.settled} settled by a person`);
     if (duration) parts.push(duration);
     totals.textContent = parts.join(" · ");
     totals.dataset.errors = String(t.errors);

@@ -33,7 +33,8 @@ export function parentOf(e) {
 }
 
 function newTotals() {
-  return { runs: 0, turns: 0, tool_calls: 0, tokens_in: 0, tokens_out: 0, errors: 0, denied: 0, events: 0 };
+  return { runs: 0, turns: 0, tool_calls: 0, tokens_in: 0, tokens_out: 0, errors: 0, denied: 0, events: 0,
+    reused: 0, settled: 0 };
 }
 
 export class TimelineIndex {
@@ -47,6 +48,7 @@ export class TimelineIndex {
     this.tools = new Map();     // `${run}|${call}` -> latest tool span
     this.runTotals = new Map(); // run id -> totals
     this.turnKeys = new Set();
+    this.callKeys = new Set();  // `${run}|${call}` of the calls counted (a call is counted once, not per event)
     this.all = newTotals();
     this.types = new Set();
     this.runOrder = [];         // run ids in order of first appearance
@@ -90,7 +92,11 @@ export class TimelineIndex {
     } else if (e.type === "llm.after") {
       const [tin, tout] = usageOf(p);
       tot.tokens_in += tin; all.tokens_in += tin; tot.tokens_out += tout; all.tokens_out += tout;
-    } else if (e.type === "tool.after" || e.type === "tool.denied") { tot.tool_calls++; all.tool_calls++; }
+    } else if (e.type === "tool.after" || e.type === "tool.denied") {
+      const key = `${rid}|${callIdOf(e)}`;
+      if (!this.callKeys.has(key)) { this.callKeys.add(key); tot.tool_calls++; all.tool_calls++; }
+      if (p.reused) { tot.reused++; all.reused++; } else if (p.settled_by) { tot.settled++; all.settled++; }
+    }
     if (e.type === "tool.denied") { tot.denied++; all.denied++; }
     else if (status(e) === "error") { tot.errors++; all.errors++; }
   }
