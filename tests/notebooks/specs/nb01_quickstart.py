@@ -131,6 +131,31 @@ print(result.final_message.text)
 print(seen)
 """),
     md("""
+## Stop and Suspend
+
+Every chat has **Stop** and **Suspend**. The run below streams a long answer for about
+six seconds, in a chat of its own. Run the next cell, then click **Stop** while the text
+streams: the run ends `cancelled` at once, and what streamed so far stays. **Suspend**
+is gentler: the run pauses at its next checkpoint (between a model call and a tool
+batch, saved first) and **Resume** goes on from there. An answer that is only text has no
+checkpoint before its end, so here the chat tells you Suspend gave up when the run
+finished. Don't click anything, and the run simply completes.
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+steps = [f"Step {i} of 40: still explaining. " for i in range(1, 41)]
+slow = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(text=steps, chunk_delay=0.15)]))
+slow_chat = ark.ChatWidget(slow)
+slow_chat
+"""),
+    code("""
+slow_handle = slow.start("Explain, slowly, what a run is.")  # the cell returns: the buttons stay live
+"""),
+    code("""
+result = await slow_handle
+print("stop_reason:", result.stop_reason)  # completed, or cancelled if you clicked Stop
+"""),
+    md("""
 Next: notebook 02 changes runs with hooks, 03 puts a human in the loop with
 approvals, 04 inspects a trace, 05 uses a real model.
 """),
