@@ -50,6 +50,9 @@ def _click_every_enabled_approve(lab) -> int:
     """Click each enabled Approve button on the page, as a reader would; returns how many."""
     clicked = 0
     for button in lab.page.locator(f"{CHAT} [data-testid='arknb-approve']").all():
+        if button.evaluate("(b) => b.closest(\"[data-testid='arknb-approvals']\").hidden"):
+            button.dispatch_event("click")  # a chat another chat took over hides its dead cards
+            continue
         button.scroll_into_view_if_needed()  # JupyterLab skips rendering cells off screen
         if button.is_enabled():
             button.click()
