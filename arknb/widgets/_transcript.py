@@ -294,7 +294,8 @@ class Transcript:
 
     def _on_resumed(self, p: Mapping[str, Any]) -> None:
         self.status = "running"
-        self._notice("info", f"resumed ({p.get('reason') or 'resume'})")
+        reason = str(p.get("reason") or "")
+        self._notice("info", _RESUMED.get(reason, f"resumed ({reason})" if reason else "resumed"))
 
     def _on_llm_before(self, p: Mapping[str, Any]) -> None:
         if p.get("purpose"):
@@ -342,9 +343,10 @@ class Transcript:
         r = result_fields(p.get("result"))
         reason = p.get("reason")
         text = r["text"][len(_DENIED_PREFIX):] if r["text"].startswith(_DENIED_PREFIX) else r["text"]
-        # The reason is said once: the result only when it tells more than the reason.
+        # The reason is said once: by the result when it says it (and more), else by the reason line.
+        said = bool(reason) and text != reason and str(reason) in text
         self._tool(call_fields(p.get("call")), status="denied", result=None if text == reason else text,
-                   is_error=True, reason=reason)
+                   is_error=True, reason=None if said else reason)
 
     def _note_approval(self, item: Any) -> dict[str, Any]:
         data = _dump(item)
@@ -414,7 +416,8 @@ class Transcript:
         self._close_streams()
         reason = str(p.get("reason") or "suspend")
         self.status = "awaiting_approval" if reason == "awaiting_approval" else "suspended"
-        self._notice("info", "waiting for approval" if reason == "awaiting_approval" else f"suspended ({reason})")
+        self._notice("info", "waiting for you" if reason in ("awaiting_approval", "in_doubt") else
+                     "suspended: Resume goes on from here" if reason == "suspend" else f"suspended ({reason})")
 
     def _on_terminal(self, etype: str, p: Mapping[str, Any]) -> None:
         self._close_streams()
@@ -463,6 +466,8 @@ class Transcript:
 # "rerun" runs it again, "done"/"failed" answer it with the text the person gave.
 _DECIDED_STATUS = {"approved": "approved", "denied": "denied", "rerun": "approved", "done": "done",
                    "failed": "error"}
+_RESUMED = {"approval": "continued after your decision", "in_doubt_resolved": "continued after your decision",
+            "suspend": "resumed", "interrupted": "resumed where the interrupted run stopped"}
 _DENIED_PREFIX = "tool_denied: "  # how a denial reads to the model; the card says "denied" instead
 _OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "in_doubt", "approved"})
 

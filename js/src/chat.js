@@ -185,7 +185,7 @@ function createView(model, el, store) {
     const ro = !!model.get("read_only");
     const detached = isDetached();
     const detachedText = model.get("detached") || (kernelGone(el, store) ? KERNEL_GONE : "");
-    status.textContent = model.get("detached") ? "taken over" : STATUS_LABEL[st] || st;
+    status.textContent = model.get("detached") ? "not live" : STATUS_LABEL[st] || st;
     status.dataset.status = st;
     root.dataset.status = st;
     root.dataset.readOnly = String(ro);
@@ -299,7 +299,10 @@ function createView(model, el, store) {
       n.root.dataset.callId = e.call_id;
       n.root.dataset.status = e.status;
       if (e.origin) n.root.dataset.origin = e.origin; else delete n.root.dataset.origin;
-      const badge = ORIGIN_LABEL[e.origin] || toolStatusLabel(e.status);
+      // A chat that is no longer live cannot tell how a waiting call ended: it does not pretend to.
+      const waiting = e.status === "awaiting_approval" || e.status === "in_doubt";
+      const badge = ORIGIN_LABEL[e.origin] || (waiting && model.get("detached") ? "not decided here"
+        : toolStatusLabel(e.status));
       setChildren(n.root,
         h("div", { class: "arknb-card-head" },
           h("span", { class: "arknb-tool-name" }, e.name),
@@ -539,7 +542,8 @@ function createView(model, el, store) {
 
   const listeners = [
     ...["status", "error", "read_only", "detached", "input_block", "suspending"].map((t) => [`change:${t}`, onStatus]),
-    ["change:approvals", renderApprovals], ["change:plan", renderTodos], ["comm_live_update", onConnection]];
+    ["change:approvals", renderApprovals], ["change:plan", renderTodos], ["comm_live_update", onConnection],
+    ["change:detached", () => update(true, new Set())]];  // its waiting cards stop claiming to wait
   store.results.add(onResult);
   for (const [name, handler] of listeners) model.on(name, handler);
 

@@ -265,7 +265,7 @@ def test_a_detached_chat_says_so_and_its_buttons_do_nothing(harness):
     assert harness.page.get_by_test_id("arknb-approve").is_disabled()
     # Its cards are not shown at all (the live chat has them), and its status says why.
     assert not harness.page.get_by_test_id("arknb-approvals").is_visible()
-    assert harness.page.get_by_test_id("arknb-status").inner_text() == "taken over"
+    assert harness.page.get_by_test_id("arknb-status").inner_text() == "not live"
     assert harness.page.get_by_test_id("arknb-stop").is_disabled()
     assert harness.page.locator("[data-testid='arknb-chat']").get_attribute("data-detached") == "true"
     harness.page.get_by_test_id("arknb-approve").dispatch_event("click")  # even a scripted click does nothing
