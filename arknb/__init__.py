@@ -38,8 +38,8 @@ from .durable import PostgresStore, SQLiteStore
 
 # providers
 from .providers import (
-    LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, ScriptedModel, ScriptedTurn, Timeouts,
-    profiles,
+    LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, Rule, RuleModel, ScriptedModel, ScriptedTurn,
+    Timeouts, profiles,
 )
 
 # runtime
@@ -77,7 +77,7 @@ __all__ = [
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
     "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
-    "Retryability", "Role", "RunHandle", "PostgresStore", "SQLiteStore", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
+    "Retryability", "Role", "Rule", "RuleModel", "RunHandle", "PostgresStore", "SQLiteStore", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
     "StatePersistenceHookResult", "StateStorage", "StopReason", "StreamError", "StreamingEvent", "TextDelta",
     "TimelineWidget", "Tool", "ToolCall", "ToolCallAction", "ToolCallDelta", "ToolCallHookContext",
     "ToolCallHookResult", "ToolContext", "ToolDefinition", "ToolRegistry", "ToolResult", "ToolResultAction",
