@@ -24,7 +24,7 @@ function initialize({ model }) {
 
 const STATUS_LABEL = {
   idle: "idle", loading: "loading…", running: "running", awaiting_approval: "awaiting approval", suspended: "suspended",
-  completed: "completed", cancelled: "cancelled", failed: "failed", aborted: "aborted",
+  completed: "completed", cancelled: "stopped", failed: "failed", aborted: "aborted",
 };
 
 // Where a finished call's answer came from, when it did not run now (DESIGN §13).

@@ -20,6 +20,7 @@ def _open_quickstart_chat(lab):
 
 
 def _ask(chat, text):
+    expect(chat).not_to_have_attribute("data-status", "running")  # a send waits for the run before
     box = chat.get_by_test_id("arknb-input")
     box.fill(text)
     box.press("Enter")

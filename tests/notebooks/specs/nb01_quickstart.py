@@ -151,8 +151,8 @@ finished. Don't click anything, and the run simply completes.
 """),
     code("""
 # NBVAL_IGNORE_OUTPUT
-steps = [f"Step {i} of 40: still explaining. " for i in range(1, 41)]
-slow = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(text=steps, chunk_delay=0.15)]))
+long_answer = " ".join(f"Step {i} of 12: still explaining." for i in range(1, 13))
+slow = ark.AgentRuntime(ark.RuleModel([], fallback=long_answer, chunk_delay=0.1))  # ~6 s, every time
 slow_chat = ark.ChatWidget(slow)
 slow_chat
 """),
