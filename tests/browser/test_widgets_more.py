@@ -174,7 +174,7 @@ chat
     assert _wait_for_chat_status(lab.page, "cancelled") == "cancelled"
     card.first.wait_for(state="detached")
     expect(chat.get_by_test_id("arknb-approvals")).to_be_hidden()
-    expect(chat.get_by_test_id("arknb-status")).to_have_text("cancelled")
+    expect(chat.get_by_test_id("arknb-status")).to_have_text("stopped")
     # The card's closing delta follows the status (a trait) by a frame.
     tool = chat.locator("[data-testid='arknb-tool-card'][data-call-id='d1']")
     expect(tool).not_to_have_attribute("data-status", "awaiting_approval")
