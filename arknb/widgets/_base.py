@@ -229,6 +229,32 @@ class RuntimeWidget:
         self._link = BusListener(bus, self, method, record=record, quiet=quiet)
         CELLS.claim(self)
         self._hold(strongly=False)
+        self._watch_comm(getattr(self, "comm", None))
+        observe = getattr(self, "observe", None)
+        if observe is not None:  # a host that gives the widget a comm of its own (marimo does)
+            observe(lambda change: self._watch_comm(change["new"]), names="comm")
+
+    def _watch_comm(self, comm: Any) -> None:
+        """Stop listening when the comm closes, whoever closes it: marimo closes a re-run
+        cell's comms without ``widget.close()``, and ipywidgets would keep the widget
+        (and its listener) registered for ever."""
+        if comm is None or getattr(comm, "_arknb_watched", False):
+            return
+        close, ref = comm.close, weakref.ref(self)
+
+        def closing(*args: Any, **kwargs: Any) -> Any:
+            widget = ref()
+            if widget is not None:
+                if widget.listening:  # (widget.close() released it already)
+                    widget._release()
+                from ipywidgets.widgets import widget as ipywidget
+
+                if ipywidget._instances.get(getattr(comm, "comm_id", None)) is widget:
+                    del ipywidget._instances[comm.comm_id]
+            return close(*args, **kwargs)
+
+        comm.close = closing
+        comm._arknb_watched = True
 
     def _hold(self, *, strongly: bool) -> None:
         """Let ipywidgets' registry and the comm's message handler hold this widget

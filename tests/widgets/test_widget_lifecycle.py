@@ -112,6 +112,23 @@ def test_a_shown_widget_stays_alive_and_a_message_still_reaches_an_unshown_one(m
     unshown.close()
 
 
+@live_widget
+def test_a_comm_closed_by_its_host_releases_the_widget(make):
+    """marimo closes a re-run cell's comm without calling widget.close() (and gives the
+    widget a comm of its own first): the widget stops listening and can be collected."""
+    rt = FakeRuntime()
+    widget = make(rt)
+    widget.comm = comm.create_comm(target_name="jupyter.widget", data={"state": {}})  # the host's comm
+    widget._repr_mimebundle_()  # the host shows it (marimo syncs its state this way)
+    assert listeners(rt.bus) == 1
+    widget.comm.close()  # the cell re-runs: the host disposes the comm
+    assert listeners(rt.bus) == 0
+    ref = weakref.ref(widget)
+    del widget
+    gc.collect()
+    assert ref() is None
+
+
 def test_bus_listener_never_keeps_its_owner_alive():
     rt = FakeRuntime()
 
