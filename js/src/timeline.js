@@ -145,7 +145,7 @@ function render({ model, el }) {
       "data-type": e.type, "data-sequence": String(e.sequence), "data-index": String(pos), "data-status": c.status,
       "data-mark": mark },
     h("span", { class: "arknb-row-time" }, fmtTime((Number(e.timestamp) || 0) - t0)),
-    h("span", { class: "arknb-row-seq" }, `#${e.sequence}`),
+    h("span", { class: "arknb-row-seq", title: `sequence ${e.sequence}` }, `#${index.ordinal(e) ?? e.sequence}`),
     h("span", { class: `arknb-row-type arknb-type-${family}` },
       mark ? h("span", { class: `arknb-mark-dot arknb-mark-${mark}`, "aria-hidden": "true" }, mark === "plan" ? "☑" : "✦")
         : null, e.type),

@@ -502,3 +502,15 @@ def test_a_live_view_hides_its_static_companion_until_it_goes(harness):
     assert not harness.page.evaluate(visible)
     harness.page.evaluate("() => window.w.cleanup()")
     assert harness.page.evaluate(visible)
+
+
+def test_event_numbers_are_contiguous_per_session_across_a_restore_gap(harness):
+    # A restored runtime continues 10,000 sequences on (the gap stays internal): people see 1..6.
+    events = [event(s, "agent.started" if s in (1, 10004) else "llm.before") for s in (1, 2, 3, 10004, 10005, 10006)]
+    mount(harness, events)
+    wait_rows(harness, count=6)
+    numbers = harness.page.evaluate(
+        f"""() => [...document.querySelectorAll("{ROWS}")].sort((a, b) => a.dataset.vindex - b.dataset.vindex)
+             .map((r) => r.querySelector('.arknb-row-seq').textContent)""")
+    assert numbers == ["#1", "#2", "#3", "#4", "#5", "#6"]
+    assert shown_sequences(harness) == [1, 2, 3, 10004, 10005, 10006]  # the real sequence stays in the data

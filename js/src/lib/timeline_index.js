@@ -37,6 +37,12 @@ function newTotals() {
     reused: 0, settled: 0 };
 }
 
+function lowerBound(sorted, value) {
+  let lo = 0, hi = sorted.length;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (sorted[mid] < value) lo = mid + 1; else hi = mid; }
+  return lo;
+}
+
 export class TimelineIndex {
   constructor() { this.reset(); }
 
@@ -48,7 +54,8 @@ export class TimelineIndex {
     this.tools = new Map();     // `${run}|${call}` -> latest tool span
     this.runTotals = new Map(); // run id -> totals
     this.turnKeys = new Set();
-    this.callKeys = new Set();  // `${run}|${call}` of the calls counted (a call is counted once, not per event)
+    this.callKeys = new Set();
+    this.sequences = new Map(); // session id -> its events' sequences, sorted (the numbers people see)  // `${run}|${call}` of the calls counted (a call is counted once, not per event)
     this.all = newTotals();
     this.types = new Set();
     this.runOrder = [];         // run ids in order of first appearance
@@ -70,6 +77,7 @@ export class TimelineIndex {
     if (this.tEnd === null || t > this.tEnd) this.tEnd = t;
     if (!this.types.has(e.type)) this.types.add(e.type);
     this.count(e);
+    this.number(e);
     if (e.type !== "llm.chunk") this.spanEvent(e, pos, t);
   }
 
@@ -99,6 +107,27 @@ export class TimelineIndex {
     }
     if (e.type === "tool.denied") { tot.denied++; all.denied++; }
     else if (status(e) === "error") { tot.errors++; all.errors++; }
+  }
+
+  /** Remember `e`'s sequence among its session's (usually a push: events come in order). */
+  number(e) {
+    const s = e.sequence;
+    if (typeof s !== "number") return;
+    const sid = String(e.session_id ?? "");
+    let seqs = this.sequences.get(sid);
+    if (!seqs) { seqs = []; this.sequences.set(sid, seqs); }
+    if (!seqs.length || s > seqs[seqs.length - 1]) { seqs.push(s); return; }
+    const i = lowerBound(seqs, s);
+    if (seqs[i] !== s) seqs.splice(i, 0, s);
+  }
+
+  /** The number shown for `e`: its place among the events of its session this timeline
+   *  holds (1, 2, 3, ...). The runtime's sequence jumps after a restore (a gap kept
+   *  internal, so two processes never share a number); people see no jump. */
+  ordinal(e) {
+    const seqs = this.sequences.get(String(e.session_id ?? ""));
+    if (!seqs || typeof e.sequence !== "number") return null;
+    return lowerBound(seqs, e.sequence) + 1;
   }
 
   totals(runId) {
