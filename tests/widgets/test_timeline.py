@@ -129,6 +129,15 @@ def test_totals_count_calls_not_events_and_say_what_was_reused_or_settled():
     assert summary(decided) == "op_1 marked done by a person" and status(decided) == "ok"  # not a red "denied"
 
 
+def test_the_static_copy_numbers_events_per_session_without_the_restore_gap():
+    from arknb.widgets._timeline_html import render
+
+    events = [{"type": "llm.before", "session_id": "s", "run_id": "r", "sequence": seq, "timestamp": float(i),
+               "payload": {"turn": 1}} for i, seq in enumerate((1, 2, 10003, 10004))]
+    page = render(events, "x")
+    assert all(f"#{n}</td>" in page for n in (1, 2, 3, 4)) and "#10003" not in page
+
+
 def test_totals_per_run_and_overall():
     events = story()
     assert totals(events, "r2") == {"runs": 1, "turns": 2, "tool_calls": 4, "tokens_in": 170, "tokens_out": 10,
