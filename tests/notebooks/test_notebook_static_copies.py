@@ -70,3 +70,26 @@ def test_nbconvert_html_of_an_executed_chat_shows_the_conversation_and_no_object
     assert not OBJECT_REPR.search(page.replace("&lt;", "<").replace("&gt;", ">"))
     assert "cleared /tmp/cache" in page           # a tool result, without a click
     assert "denied: logs are still needed" in page  # the denial's reason, in plain view
+
+
+def _github_like(html: str) -> str:
+    """What a renderer that strips <style> and <script> (GitHub's notebook view) leaves."""
+    html = re.sub(r"<style\b.*?</style>", "", html, flags=re.S | re.I)
+    html = re.sub(r"<script\b.*?</script>", "", html, flags=re.S | re.I)
+    return html
+
+
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_static_copies_read_without_styles_or_scripts(name):
+    """Stripped of <style> and <script>, each static copy still holds its conversation or
+    trace as text (no CSS shown as text, nothing that needs a script to appear)."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    for index, cell in _widget_cells(nb):
+        for output in cell.outputs:
+            html = str((output.get("data") or {}).get("text/html") or "")
+            if not html:
+                continue
+            stripped = _github_like(html)
+            text = re.sub(r"<[^>]+>", " ", stripped)
+            assert not re.search(r"\.arknb[\w-]*\s*[{,]", text), f"{name} cell {index}: CSS shows as text"
+            assert len(text.split()) > 5, f"{name} cell {index}: nothing left to read without styles"
