@@ -193,6 +193,8 @@ function render({ model, el }) {
       shown = me.out;
       list.setCount(shown.length, { reset: true });
       syncSelection();
+      // The open detail follows the filters: it says when they hide its row (with "clear filters").
+      if (selected !== null) select(selected, false);
       updateCount();
     };
     step();

@@ -514,3 +514,17 @@ def test_event_numbers_are_contiguous_per_session_across_a_restore_gap(harness):
              .map((r) => r.querySelector('.arknb-row-seq').textContent)""")
     assert numbers == ["#1", "#2", "#3", "#4", "#5", "#6"]
     assert shown_sequences(harness) == [1, 2, 3, 10004, 10005, 10006]  # the real sequence stays in the data
+
+
+def test_the_detail_pane_says_when_the_filters_hide_its_event(harness):
+    mount(harness, [event(1, "agent.started"), event(2, "llm.before", turn=1), event(3, "agent.success")])
+    wait_rows(harness, count=3)
+    rows(harness).nth(1).click()
+    detail = harness.page.get_by_test_id("arknb-timeline-detail")
+    assert "llm.before" in detail.inner_text() and "hidden by the filters" not in detail.inner_text()
+    harness.page.get_by_test_id("arknb-timeline-type").select_option("agent.started")
+    harness.page.wait_for_function(
+        "() => document.querySelector(\"[data-testid='arknb-timeline-detail']\").innerText.includes('hidden by the filters')")
+    harness.page.get_by_test_id("arknb-timeline-type").select_option("")
+    harness.page.wait_for_function(
+        "() => !document.querySelector(\"[data-testid='arknb-timeline-detail']\").innerText.includes('hidden by the filters')")
