@@ -528,3 +528,15 @@ def test_the_detail_pane_says_when_the_filters_hide_its_event(harness):
     harness.page.get_by_test_id("arknb-timeline-type").select_option("")
     harness.page.wait_for_function(
         "() => !document.querySelector(\"[data-testid='arknb-timeline-detail']\").innerText.includes('hidden by the filters')")
+
+
+def test_at_400px_span_labels_are_not_cut(harness):
+    harness.page.set_viewport_size({"width": 400, "height": 900})
+    mount(harness, [event(1, "agent.started", run="run_50c8a9b3e7d1"), event(2, "llm.before", run="run_50c8a9b3e7d1", turn=1),
+                    event(3, "agent.success", run="run_50c8a9b3e7d1")])
+    harness.page.get_by_test_id("arknb-span").first.wait_for()
+    cut = harness.page.evaluate(
+        "() => [...document.querySelectorAll('.arknb-span-label')].filter((l) => l.scrollWidth > l.clientWidth + 1)"
+        ".map((l) => l.textContent)")
+    assert cut == []
+    harness.page.screenshot(path="test-results/timeline_spans_400px.png")
