@@ -67,7 +67,7 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}\n… ({len(text) - limit:,} more characters in the live view and in to_html())"
 
 
-_TOOL_STATUS = {"requested": "requested", "running": "running", "awaiting_approval": "awaiting approval",
+_TOOL_STATUS = {"requested": "requested", "queued": "waits for your decision", "running": "running", "awaiting_approval": "awaiting approval",
                 "approved": "approved", "done": "done", "error": "error", "denied": "denied",
                 "not_executed": "not executed", "interrupted": "interrupted", "in_doubt": "in doubt"}
 _HOOK_WHAT = {"before_tool_call": "arguments", "after_tool_call": "result", "on_model_chunk": "streamed text",

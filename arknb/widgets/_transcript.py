@@ -89,6 +89,12 @@ class Transcript:
                     t._add_message(m, run_id=str(batch.get("run_id") or ""))
             for item in batch.get("items") or ():
                 t._note_approval(item)
+            for call in batch.get("allowed_calls") or ():
+                # Let through, but answered only once every item is decided (run, or reused
+                # from the record of a process that died): not merely "requested".
+                card = t._by_id.get(f"tool:{call_fields(call)['id']}")
+                if card is not None and card["status"] == "requested":
+                    t._card(card, status="queued")
             t.status = "awaiting_approval" if any(
                 a["decision"] == "pending" for a in t.approvals.values()) else t.status
         t.log.clear([])
@@ -469,7 +475,7 @@ _DECIDED_STATUS = {"approved": "approved", "denied": "denied", "rerun": "approve
 _RESUMED = {"approval": "continued after your decision", "in_doubt_resolved": "continued after your decision",
             "suspend": "resumed", "interrupted": "resumed where the interrupted run stopped"}
 _DENIED_PREFIX = "tool_denied: "  # how a denial reads to the model; the card says "denied" instead
-_OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "in_doubt", "approved"})
+_OPEN_TOOL_STATUS = frozenset({"requested", "queued", "running", "awaiting_approval", "in_doubt", "approved"})
 
 
 def _without_parent(event: Any) -> Any:

@@ -68,7 +68,7 @@ function copyButton(getText, label) {
 }
 
 function toolStatusLabel(status) {
-  return ({ requested: "requested", running: "running…", awaiting_approval: "awaiting approval",
+  return ({ requested: "requested", queued: "waits for your decision", running: "running…", awaiting_approval: "awaiting approval",
     approved: "approved", done: "done", error: "error", denied: "denied", not_executed: "not executed",
     interrupted: "interrupted", in_doubt: "in doubt" })[status] || status;
 }
