@@ -25,6 +25,7 @@ Three capabilities for longer work, each installed with one keyword:
 Everything runs on the scripted model: no API key needed.
 """),
     code("""
+import asyncio
 import json
 import tempfile
 
@@ -162,24 +163,27 @@ cleared = []
 
 
 @ark.tool(risk="dangerous")
-def clear_cache(path: str) -> str:
+async def clear_cache(path: str) -> str:
     \"\"\"Delete a cache folder.\"\"\"
+    await asyncio.sleep(0.3)  # deleting takes a moment: the timeline's bar for it has a width
     cleared.append(path)
     return f"cleared {path} (1.2 GB freed)"
 
 
 storage = ark.FileStateStorage(f"{workdir}/state")
+# Small delays between streamed chunks give the model calls real widths in the timeline.
 cleaner_model = ark.ScriptedModel([
-    ark.ScriptedTurn(text="Clearing the build cache.", tool_calls=[call("k1", "clear_cache", path="/var/cache/build")]),
-    "Cleared /var/cache/build: 1.2 GB freed.",
+    ark.ScriptedTurn(text=["Clearing ", "the build ", "cache."], chunk_delay=0.05,
+                     tool_calls=[call("k1", "clear_cache", path="/var/cache/build")]),
+    ark.ScriptedTurn(text=["Cleared /var/cache/build: ", "1.2 GB ", "freed."], chunk_delay=0.05),
 ])
 cleaner = ark.SubAgent("cleaner", "Frees disk space by clearing caches. Tell it which folder.",
                        lambda session_id: ark.AgentRuntime(cleaner_model, tools=[clear_cache], storage=storage,
                                                            session_id=session_id))
 parent_model = ark.ScriptedModel([
-    ark.ScriptedTurn(text="I'll ask the cleaner.",
+    ark.ScriptedTurn(text=["I'll ", "ask the ", "cleaner."], chunk_delay=0.05,
                      tool_calls=[call("d1", "delegate_task", agent="cleaner", task="Clear /var/cache/build.")]),
-    "Done: the cleaner freed 1.2 GB in /var/cache/build.",
+    ark.ScriptedTurn(text=["Done: the cleaner freed ", "1.2 GB in ", "/var/cache/build."], chunk_delay=0.05),
 ])
 ops = ark.AgentRuntime(parent_model, storage=storage, session_id="ops", subagents=[cleaner])
 """),
