@@ -185,6 +185,18 @@ def test_09_run_the_cell_then_the_card_is_decided(lab):
     assert "ok: True | all decided: True" in outputs[lab.cell_index("pending = ops.controller.list_pending_approvals()")]
     _09_story(lab, outputs)
     expect(chat.locator("[data-testid='arknb-approval'][data-state='live']")).to_have_count(0)
+    # The timeline opened at the cell that promises it shows the child's run nested under the
+    # delegate_task call, live (it was an empty box when it was opened after the run).
+    timeline = lab.page.locator("[data-testid='arknb-timeline'][data-ready='true']").first
+    delegate = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="delegate_task d1").first
+    delegate.wait_for()
+    depth = int(delegate.get_attribute("data-depth"))
+    timeline.locator(f"[data-testid='arknb-span'][data-kind='run'][data-depth='{depth + 1}']").first.wait_for()
+    clear = timeline.locator("[data-testid='arknb-span'][data-kind='tool']", has_text="clear_cache").last
+    assert int(clear.get_attribute("data-depth")) > depth + 1
+    assert clear.get_by_test_id("arknb-span-duration").inner_text() != "<1 ms"  # a real width
+    timeline.scroll_into_view_if_needed()
+    lab.screenshot("09_live_timeline_nested", locator=timeline)
 
 
 # --------------------------------------------------------------------------- 03
