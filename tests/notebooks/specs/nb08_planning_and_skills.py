@@ -24,12 +24,15 @@ Two capabilities that plug into the runtime as extensions:
 Everything runs on the scripted model: no API key needed.
 """),
     code("""
+import time
+
 import arknb as ark
 
 
 @ark.tool(read_only=True)
 def read_logs(service: str) -> str:
     \"\"\"Read the recent log lines of a service.\"\"\"
+    time.sleep(0.1)  # the tools take a moment, so the timeline's bars have widths
     return f"{service}: 03:12 out of memory (heap 2.0 GB of 2.0 GB); 03:13 requests failing"
 
 
@@ -42,6 +45,7 @@ def memory_use(service: str) -> str:
 @ark.tool
 def restart_service(service: str, memory_gb: int = 2) -> str:
     \"\"\"Restart a service, optionally with a new memory limit.\"\"\"
+    time.sleep(0.3)
     return f"{service} restarted with {memory_gb} GB"
 
 
