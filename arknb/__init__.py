@@ -38,8 +38,8 @@ from .durable import PostgresStore, SQLiteStore
 
 # providers
 from .providers import (
-    Capabilities, LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, ScriptedModel, ScriptedTurn, Timeouts,
-    profiles,
+    Capabilities, LLMClient, OpenAICompatibleClient, ProviderProfile, RetryPolicy, Rule, RuleModel, ScriptedModel,
+    ScriptedTurn, Timeouts, profiles,
 )
 
 # runtime
@@ -100,7 +100,7 @@ __all__ = [
     "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
     "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
-    "Retryability", "Role", "RunHandle", "PostgresStore", "SQLiteStore", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
+    "Retryability", "Role", "Rule", "RuleModel", "RunHandle", "PostgresStore", "SQLiteStore", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",
     "StatePersistenceHookResult", "StateStorage", "StopReason", "StreamError", "StreamingEvent", "TextDelta",
     "TimelineWidget", "Tool", "ToolCall", "ToolCallAction", "ToolCallDelta", "ToolCallHookContext",
     "ToolCallHookResult", "ToolContext", "ToolDefinition", "ToolRegistry", "ToolResult", "ToolResultAction",

@@ -36,7 +36,8 @@ _STYLE = """
 #{id} .st-errored, #{id} .st-removed {{ background: rgba(251,188,4,.25); color: rgb(170,110,0); }}
 #{id} .st-unchanged, #{id} .st-added {{ background: rgba(127,127,127,.18); }}
 #{id} .flaky {{ margin-left: 4px; font-size: 11px; opacity: .8; }}
-#{id} .grade {{ margin-right: 6px; white-space: nowrap; }}
+#{id} {{ overflow-x: auto; max-width: 100%; }}
+#{id} .grade {{ display: inline-block; margin-right: 6px; white-space: nowrap; }}
 #{id} .err {{ max-width: 32em; overflow-wrap: anywhere; opacity: .85; }}
 """
 

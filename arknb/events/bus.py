@@ -95,7 +95,7 @@ class EventBus:
             return _noop
         entry = _Entry(listener)
         # Copy-on-write tuples: publish iterates a snapshot without copying it.
-        self._by_type[event_type] = self._by_type.get(event_type, ()) + (entry,)
+        self._swap(event_type, lambda current: current + (entry,))
         # The unsubscribe function forgets the entry once used, so a caller that keeps it
         # (e.g. a widget attribute) does not keep the listener alive (seed 000 §7.3: no leak).
         holder = [entry]
@@ -104,15 +104,28 @@ class EventBus:
             if not holder:
                 return
             entry = holder.pop()
-            current = self._by_type.get(event_type, ())
-            if entry in current:
-                remaining = tuple(e for e in current if e is not entry)
-                if remaining:
-                    self._by_type[event_type] = remaining
-                else:
-                    self._by_type.pop(event_type, None)
+            self._swap(event_type, lambda current: tuple(e for e in current if e is not entry))
 
         return unsubscribe
+
+    def _swap(self, event_type: str, change: Callable[[tuple], tuple]) -> None:
+        """Replace ``event_type``'s listeners with ``change(current)``, re-entrantly safe.
+
+        Building the new tuple allocates, an allocation may run the garbage collector, and
+        a collected widget's finalizer unsubscribes *during* it: writing back a tuple built
+        from the listeners read before would bring that listener back for ever (seen as 6
+        of 200 dropped widgets still listening). So the write happens only if nothing
+        changed meanwhile; otherwise the change is built again from the new listeners.
+        """
+        while True:
+            current = self._by_type.get(event_type, ())
+            new = change(current)
+            if self._by_type.get(event_type, ()) is current:  # no allocation between check and write
+                if new:
+                    self._by_type[event_type] = new
+                else:
+                    self._by_type.pop(event_type, None)
+                return
 
     def subscribe_all(self, listener: Listener) -> Callable[[], None]:
         """Shorthand for ``subscribe("*", listener)``."""

@@ -36,6 +36,15 @@ from .todos import MAX_TODOS, WRITE_TODOS, WRITE_TODOS_DESCRIPTION, Todo, items_
 __all__ = ["PlanExtension", "NOT_APPROVED", "plan_extension"]
 
 NOT_APPROVED = "plan not approved yet"
+PROPOSED = "rejected_version"  # the slice's record of the newest rejected proposal's version
+
+
+def next_version(state: AgentState) -> int:
+    """The version the next plan gets: one past the current plan and past any proposal a
+    reviewer rejected (a rejected version 1 makes the revised plan version 2)."""
+    current = plan_of(state.extensions)
+    rejected = (state.extensions.get(PLAN_SLICE) or {}).get(PROPOSED) or 0
+    return max(current.version if current is not None else 0, rejected if isinstance(rejected, int) else 0) + 1
 
 _AUTO_GUIDE = (
     "## Planning\n"
@@ -142,7 +151,7 @@ class PlanExtension(Extension):
         # deferred it); an update of statuses only keeps the approval it had.
         new_plan = self.needs_review(state, items)
         approved = self.mode is PlanMode.REVIEW and (new_plan or self.approved(state))
-        plan = Plan(version=current.version + 1 if current is not None else 1, items=items)
+        plan = Plan(version=next_version(state), items=items)
         # Saved before it is announced: the answer is recorded as the call's result, which a
         # restore reuses without running the call again, so the state must already hold the plan.
         saved = await scope.save_slice({"plan": plan.to_json_dict(), "approved": approved}, "plan_updated")
@@ -181,7 +190,7 @@ class _PlanGate(AgentHook):
             if items is None or not self.ext.needs_review(ctx.state, items):
                 return None  # invalid arguments are answered by the tool; a status update needs no review
             current = plan_of(ctx.state.extensions)
-            proposed = Plan(version=current.version + 1 if current is not None else 1, items=items)
+            proposed = Plan(version=next_version(ctx.state), items=items)
             return ToolCallHookResult.defer(
                 "a new plan waits for review", kind=PLAN_KIND,
                 detail={"plan": proposed.to_json_dict(),
@@ -219,11 +228,23 @@ class _PlanReview(ApprovalKind):
     def answer(self, item: PendingApprovalItem) -> ToolResult | None:
         if item.decision is ApprovalDecision.APPROVED:
             return None  # write_todos runs and saves the plan as approved
+        self._remember_rejected(item)
         why = f"Reason: {item.deny_reason}" if item.deny_reason else "No reason was given."
         return ToolResult.from_text(
             f"The reviewer rejected this plan. {why}\nNothing was changed. Revise the plan and propose it again "
             "with write_todos; until a plan is approved only read-only tools run.",
             is_error=True, error_code=ErrorCode.TOOL_DENIED.value)
+
+    def _remember_rejected(self, item: PendingApprovalItem) -> None:
+        """A rejected proposal keeps its version number: the revised plan is the next one
+        (saved with the rejection's answer, so a restored session numbers on from it)."""
+        version = (item.detail.get("plan") or {}).get("version")
+        scope = self.ext._scope
+        if scope is None or not isinstance(version, int):
+            return
+        slice_ = dict(scope.slice or {})
+        if version > (slice_.get(PROPOSED) or 0):
+            scope.set_slice({**slice_, PROPOSED: version})
 
     def blocks_input_error(self, batch: PendingApprovalBatch) -> ArkError:
         return ArkError(ErrorLayer.SECURITY, ErrorCode.PENDING_PLAN_REVIEW_BLOCKS_INPUT,

@@ -7,7 +7,10 @@ widget's listener, all through :class:`BusListener`:
 
 * ``widget.close()`` (and ``ipywidgets.Widget.close_all()``);
 * garbage collection: the bus holds the widget only through a weak reference, and a
-  finalizer unsubscribes when the widget goes;
+  finalizer unsubscribes when the widget goes. Until a view shows it, ipywidgets' own
+  registry and the comm's message handler hold it weakly too (a widget made and dropped
+  without ``close()``, or one a marimo cell re-run let go, is collected); once displayed
+  (``_repr_mimebundle_``) they hold it as they hold any widget, since a view may use it;
 * a re-run of the cell that made it: :data:`CELLS` remembers which widgets each
   cell's latest execution made (the cell id JupyterLab, VS Code and nbclient put in
   the execute request) and closes those of an earlier execution when the cell makes
@@ -225,6 +228,61 @@ class RuntimeWidget:
         """Listen to ``bus`` weakly (``record``/``quiet``: see :class:`BusListener`)."""
         self._link = BusListener(bus, self, method, record=record, quiet=quiet)
         CELLS.claim(self)
+        self._hold(strongly=False)
+        self._watch_comm(getattr(self, "comm", None))
+        observe = getattr(self, "observe", None)
+        if observe is not None:  # a host that gives the widget a comm of its own (marimo does)
+            observe(lambda change: self._watch_comm(change["new"]), names="comm")
+
+    def _watch_comm(self, comm: Any) -> None:
+        """Stop listening when the comm closes, whoever closes it: marimo closes a re-run
+        cell's comms without ``widget.close()``, and ipywidgets would keep the widget
+        (and its listener) registered for ever."""
+        if comm is None or getattr(comm, "_arknb_watched", False):
+            return
+        close, ref = comm.close, weakref.ref(self)
+
+        def closing(*args: Any, **kwargs: Any) -> Any:
+            widget = ref()
+            if widget is not None:
+                if widget.listening:  # (widget.close() released it already)
+                    widget._release()
+                from ipywidgets.widgets import widget as ipywidget
+
+                if ipywidget._instances.get(getattr(comm, "comm_id", None)) is widget:
+                    del ipywidget._instances[comm.comm_id]
+            return close(*args, **kwargs)
+
+        comm.close = closing
+        comm._arknb_watched = True
+
+    def _hold(self, *, strongly: bool) -> None:
+        """Let ipywidgets' registry and the comm's message handler hold this widget
+        ``strongly`` (as ipywidgets does) or only weakly (until a view shows it)."""
+        comm = getattr(self, "comm", None)
+        if comm is None:
+            return
+        from ipywidgets.widgets import widget as ipywidget  # (ipywidgets comes with anywidget)
+
+        if strongly:
+            ipywidget._instances[self.model_id] = self
+            comm.on_msg(self._handle_msg)  # type: ignore[attr-defined]
+            return
+        if ipywidget._instances.get(self.model_id) is self:
+            del ipywidget._instances[self.model_id]
+        ref = weakref.ref(self)
+
+        def handle(msg: Any) -> None:
+            widget = ref()
+            if widget is not None:
+                widget._handle_msg(msg)
+
+        comm.on_msg(handle)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The view's bundle (anywidget's); from now on the widget is held like any shown widget."""
+        self._hold(strongly=True)
+        return super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
 
     @property
     def listening(self) -> bool:

@@ -71,7 +71,7 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}\n… ({len(text) - limit:,} more characters in the live view and in to_html())"
 
 
-_TOOL_STATUS = {"requested": "requested", "running": "running", "awaiting_approval": "awaiting approval",
+_TOOL_STATUS = {"requested": "requested", "queued": "waits for your decision", "running": "running", "awaiting_approval": "awaiting approval",
                 "approved": "approved", "done": "done", "error": "error", "denied": "denied",
                 "not_executed": "not executed", "interrupted": "interrupted", "in_doubt": "in doubt"}
 _HOOK_WHAT = {"before_tool_call": "arguments", "after_tool_call": "result", "on_model_chunk": "streamed text",
@@ -82,8 +82,31 @@ _HOOK_VERB = {"rewrite": "rewrote", "proceed": "rewrote", "deny": "denied", "def
               "hold": "held"}
 
 
+_BUILT_IN_HOOKS = frozenset({"approval_policy", "plan_mode", "approval"})
+_ORIGIN = {"reused": "reused", "settled": "settled by you"}
+_FOLD_CHARS, _FOLD_LINES = 1200, 16  # a longer tool result is folded (the live view's COLLAPSE_*)
+
+
+def says_reason(entry: dict[str, Any]) -> bool:
+    """True when :func:`hook_sentence` already says the decision's reason."""
+    return (entry.get("hook") in _BUILT_IN_HOOKS and entry.get("slot") == "before_tool_call"
+            and entry.get("action") in ("defer", "deny"))
+
+
 def hook_sentence(entry: dict[str, Any]) -> str:
-    """One line for a hook decision, as the live view words it ("guard denied arguments of rm")."""
+    """One line for a hook decision, as the live view words it ("guard denied arguments of rm";
+    the runtime's own hooks without their internal names: "needs your approval: rm is dangerous")."""
+    tool_name = next((side["name"] for side in (entry.get("after"), entry.get("before"))
+                      if isinstance(side, dict) and isinstance(side.get("name"), str)), None)
+    if says_reason(entry):
+        name, reason, action = tool_name or "the call", entry.get("reason"), entry.get("action")
+        if action == "defer" and entry.get("hook") == "approval_policy":
+            return f"needs your approval: {name} is dangerous"
+        if action == "defer" and name == "write_todos":
+            return "the new plan waits for your review"
+        if action == "defer":
+            return f"needs your approval: {name}{f' ({reason})' if reason else ''}"
+        return f"{name} was not run{f': {reason}' if reason else ''}"
     what = _HOOK_WHAT.get(entry.get("slot") or "", entry.get("slot") or "")
     verb = _HOOK_VERB.get(entry.get("action") or "", entry.get("action") or "")
     tool = None
@@ -105,6 +128,24 @@ def _pretty(arguments: Any) -> str:
     return json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
 
 
+def _tool_entry(e: dict[str, Any], limit: int) -> str:
+    """A tool card: its result and a denial's reason in plain view (a long result folded),
+    its arguments one click away."""
+    status = str(e.get("status") or "")
+    label = _ORIGIN.get(str(e.get("origin") or "")) or _TOOL_STATUS.get(status, status)
+    duration = f" · {round(e['duration_ms'])} ms" if isinstance(e.get("duration_ms"), (int, float)) else ""
+    reason = (f'<div class="arknb-s-muted">{"denied" if status == "denied" else "reason"}: {esc(e["reason"])}</div>'
+              if e.get("reason") else "")
+    result = "" if e.get("result") is None else str(e["result"])
+    shown = f'<div class="arknb-s-result">{markdown_html(clip(result, limit))}</div>' if result else ""
+    if len(result) > _FOLD_CHARS or result.count("\n") >= _FOLD_LINES:
+        shown = f'<details><summary>result ({len(result):,} characters)</summary>{shown}</details>'
+    return (f'<div class="arknb-s-entry arknb-s-tool" data-status="{esc(status)}"><div>'
+            f'tool <code>{esc(e.get("name"))}</code> — <b>{esc(label)}</b>{esc(duration)}</div>'
+            f'<details class="arknb-s-muted"><summary>arguments</summary>'
+            f'<pre>{esc(clip(_pretty(e.get("arguments")), limit))}</pre></details>{reason}{shown}</div>')
+
+
 def _entry(e: dict[str, Any], limit: int) -> str:
     kind = e.get("kind")
     if kind == "user":
@@ -122,18 +163,9 @@ def _entry(e: dict[str, Any], limit: int) -> str:
         return (f'<div class="arknb-s-entry arknb-s-assistant"><span class="arknb-s-who">Agent:</span>'
                 f'{reasoning}{output_html(e)}<div>{text}</div></div>')
     if kind == "tool":
-        status = str(e.get("status") or "")
-        result = e.get("result")
-        body = (f'<pre>{esc(clip(_pretty(e.get("arguments")), limit))}</pre>'
-                + (f'<div class="arknb-s-muted">reason: {esc(e["reason"])}</div>' if e.get("reason") else "")
-                + (f'<div class="arknb-s-result">{markdown_html(clip(str(result), limit))}</div>'
-                   if result is not None else ""))
-        duration = f" · {round(e['duration_ms'])} ms" if isinstance(e.get("duration_ms"), (int, float)) else ""
-        return (f'<details class="arknb-s-entry arknb-s-tool" data-status="{esc(status)}"><summary>'
-                f'tool <code>{esc(e.get("name"))}</code> — <b>{esc(_TOOL_STATUS.get(status, status))}</b>'
-                f'{esc(duration)}</summary>{body}</details>')
+        return _tool_entry(e, limit)
     if kind == "hook":
-        reason = f" — {esc(e['reason'])}" if e.get("reason") else ""
+        reason = f" — {esc(e['reason'])}" if e.get("reason") and not says_reason(e) else ""
         return f'<div class="arknb-s-entry arknb-s-hook"><i>{esc(hook_sentence(e))}{reason}</i></div>'
     return (f'<div class="arknb-s-entry arknb-s-notice" data-level="{esc(e.get("level") or "info")}">'
             f'<i>{esc(e.get("text"))}</i></div>')

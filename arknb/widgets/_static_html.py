@@ -111,6 +111,9 @@ class StaticTwin:
         from IPython.display import display
 
         data, metadata = self._widget._repr_mimebundle_()  # anywidget: (data, metadata)
+        # No "<...ChatWidget object at 0x…>" line where the view cannot render (nbconvert,
+        # GitHub): the companion below is the readable copy, with its own text/plain.
+        data = {k: v for k, v in data.items() if k != "text/plain"} if len(data) > 1 else data
         display(data, metadata=metadata, raw=True)
         if not self.enabled:
             return

@@ -83,11 +83,22 @@ def _span_tree(tree: list[dict[str, Any]]) -> str:
     return note + branch(None)
 
 
-def _decisions(events: Sequence[Mapping[str, Any]]) -> str:
+def numbering(events: Sequence[Mapping[str, Any]]) -> Any:
+    """``number(event)``: its place among its session's events here (1, 2, 3...), as the
+    live view numbers them: the runtime's restore gap in sequences stays internal."""
+    by_session: dict[str, set[int]] = {}
+    for e in events:
+        if isinstance(e.get("sequence"), int):
+            by_session.setdefault(str(e.get("session_id") or ""), set()).add(e["sequence"])
+    ranks = {sid: {seq: i + 1 for i, seq in enumerate(sorted(seqs))} for sid, seqs in by_session.items()}
+    return lambda e: ranks.get(str(e.get("session_id") or ""), {}).get(e.get("sequence"), e.get("sequence"))
+
+
+def _decisions(events: Sequence[Mapping[str, Any]], number: Any) -> str:
     found = [e for e in events if e.get("type") == "hook.decision"]
     if not found:
         return ""
-    items = "".join(f"<li>{_status(status(e))} <code>#{esc(e.get('sequence'))}</code> {esc(summary(e))}</li>"
+    items = "".join(f"<li>{_status(status(e))} <code>#{esc(number(e))}</code> {esc(summary(e))}</li>"
                     for e in found[-MAX_DECISIONS:])
     return f"<h4>Hook decisions ({len(found)})</h4><ul>{items}</ul>"
 
@@ -135,14 +146,14 @@ def _count_rows(events: Sequence[Mapping[str, Any]], stop: int) -> int:
     return count
 
 
-def _rows(events: Sequence[Mapping[str, Any]], t0: float) -> str:
+def _rows(events: Sequence[Mapping[str, Any]], t0: float, number: Any) -> str:
     shown, earlier = _folded_rows(events, MAX_ROWS)
     body = []
     for e, count, text in shown:
         t = e.get("timestamp")
         rel = f"+{float(t) - t0:.3f}s" if isinstance(t, (int, float)) else ""
         etype = "llm.chunk ×" + str(count) if count > 1 else str(e.get("type"))
-        body.append(f'<tr><td class="muted">{esc(rel)}</td><td class="muted">#{esc(e.get("sequence"))}</td>'
+        body.append(f'<tr><td class="muted">{esc(rel)}</td><td class="muted">#{esc(number(e))}</td>'
                     f"<td><code>{esc(etype)}</code></td><td>{_status(status(e))} {esc(text)}</td></tr>")
     note = f'<p class="muted">{earlier:,} earlier rows not shown.</p>' if earlier else ""
     return f"<h4>Events</h4>{note}<table>{''.join(body)}</table>"
@@ -165,8 +176,9 @@ def render(events: Sequence[Mapping[str, Any]], static_id: str, *, older: int = 
     if not events:
         body = f"<div>{head}</div><p class=\"muted\">No events yet.</p>"
     else:
+        number = numbering(events)
         body = (f"<div>{head}</div>{_totals_table(events, tree)}<h4>Spans</h4>{_span_tree(tree)}"
-                f"{_decisions(events)}{_rows(events, t0)}")
+                f"{_decisions(events, number)}{_rows(events, t0, number)}")
     body += ('<p class="muted">Static summary of an arknb TimelineWidget; run the notebook for the live, '
              "filterable view.</p>")
     return static_block(static_id, f'<div class="arknb-static-timeline">{body}</div>', css=_CSS)

@@ -206,8 +206,9 @@ def spans(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def totals(events: Iterable[Mapping[str, Any]], run_id: str | None = None) -> dict[str, Any]:
     """Turns, tool calls, tokens in/out, errors and denials of one run (all runs: None)."""
     out = {"runs": 0, "turns": 0, "tool_calls": 0, "tokens_in": 0, "tokens_out": 0, "errors": 0, "denied": 0,
-           "events": 0}
+           "events": 0, "reused": 0, "settled": 0}
     turns: set[tuple[str, Any]] = set()
+    calls: set[tuple[str, Any]] = set()  # a call is counted once, however many events it has
     runs: set[str] = set()
     for e in events:
         rid = str(e.get("run_id"))
@@ -226,7 +227,14 @@ def totals(events: Iterable[Mapping[str, Any]], run_id: str | None = None) -> di
             out["tokens_in"] += tin
             out["tokens_out"] += tout
         elif etype in ("tool.after", "tool.denied"):
-            out["tool_calls"] += 1
+            key = (rid, call_id_of(e))
+            if key not in calls:
+                calls.add(key)
+                out["tool_calls"] += 1
+            if p.get("reused"):
+                out["reused"] += 1
+            elif p.get("settled_by"):
+                out["settled"] += 1
         if etype == "tool.denied":
             out["denied"] += 1
         elif status(e) == "error":

@@ -22,6 +22,9 @@ from ._payload import as_dict, call_fields, error_text, text_of
 
 __all__ = ["STATUSES", "clip", "fmt_ms", "status", "summary", "usage_of"]
 
+_RESOLVED_AS = {"rerun": "run again by a person", "done": "marked done by a person",
+               "failed": "marked failed by a person"}
+"""How a person settled a call a crash left in doubt (``approval.decided``'s resolution)."""
 STATUSES = ("ok", "error", "denied", "deferred", "cancelled", "warn", "changed", "")
 _CLIP = 80
 
@@ -179,7 +182,9 @@ def summary(event: Mapping[str, Any]) -> str:
     if etype == "tool.after":
         result = as_dict(p.get("result"))
         outcome = "error " if result.get("is_error") else "→ "
-        return _join(_call(p), f"{outcome}{_quote(result.get('text') or '')}", fmt_ms(p.get("duration_ms")))
+        origin = "reused from the record" if p.get("reused") else "settled by a person" if p.get("settled_by") else ""
+        return _join(_call(p), origin, f"{outcome}{_quote(result.get('text') or '')}",
+                     "" if origin else fmt_ms(p.get("duration_ms")))
     if etype == "tool.progress":  # a running tool's report (an MCP server's progress, DESIGN §15)
         total = p.get("total")
         done = f"{_num(p.get('progress'))}/{_num(total)}" if total is not None else _num(p.get("progress"))
@@ -197,6 +202,9 @@ def summary(event: Mapping[str, Any]) -> str:
         verb = "needs" if len(items) == 1 else "need"
         return f"{len(items)} call{'s' if len(items) != 1 else ''} {verb} approval: {names}".rstrip(": ")
     if etype == "approval.decided":
+        if p.get("resolution"):
+            word = _RESOLVED_AS.get(str(p["resolution"]), str(p["resolution"]))
+            return _join(f"{p.get('approval_id') or '?'} {word}", "all decided" if p.get("all_decided") else "")
         reason = f": {clip(p['deny_reason'], 60)}" if p.get("deny_reason") else ""
         return _join(f"{p.get('approval_id') or '?'} {p.get('decision') or '?'}{reason}",
                      "all decided" if p.get("all_decided") else "")
@@ -290,6 +298,8 @@ def status(event: Mapping[str, Any]) -> str:
     if etype == "tool.denied":
         return "denied"
     if etype in ("approval.decided", "plan.review_resolved"):
+        if p.get("resolution"):  # an in-doubt call, settled by a person
+            return "error" if p["resolution"] == "failed" else "ok"
         decision = p.get("decision")
         return "ok" if decision == "approved" else "denied" if decision in ("denied", "rejected") else ""
     if etype == "hook.decision":

@@ -69,6 +69,7 @@ class Transcript:
         self._children: dict[str, Transcript] = {}
         """Sub-agents' transcripts, by the call id of the ``delegate_task`` card they belong to."""
         self._stale_children: set[str] = set()  # children changed since their card was patched
+        self._at: float | None = None  # the time of the event being applied (messages show it)
 
     # -- building -----------------------------------------------------------------
 
@@ -91,6 +92,12 @@ class Transcript:
                     t._add_message(m, run_id=str(batch.get("run_id") or ""))
             for item in batch.get("items") or ():
                 t._note_approval(item)
+            for call in batch.get("allowed_calls") or ():
+                # Let through, but answered only once every item is decided (run, or reused
+                # from the record of a process that died): not merely "requested".
+                card = t._by_id.get(f"tool:{call_fields(call)['id']}")
+                if card is not None and card["status"] == "requested":
+                    t._card(card, status="queued")
             t.status = "awaiting_approval" if any(
                 a["decision"] == "pending" for a in t.approvals.values()) else t.status
         t.log.clear([])
@@ -113,13 +120,17 @@ class Transcript:
                 self._tool(call, status="requested")
         elif role == "tool":
             card = self._by_id.get(f"tool:{m['tool_call_id']}")
-            if card is not None:
+            if card is not None and m["is_error"] and m["text"].startswith(_DENIED_PREFIX):
+                self._card(card, result=None, is_error=True, status="denied", reason=m["text"][len(_DENIED_PREFIX):])
+            elif card is not None:
                 self._card(card, result=m["text"], is_error=m["is_error"], status="error" if m["is_error"] else "done")
 
     def _add(self, kind: str, entry_id: str | None = None, **fields: Any) -> dict[str, Any]:
         if entry_id is None:
             self._counter += 1
             entry_id = f"e{self._counter}"
+        if self._at is not None and kind in ("user", "assistant"):
+            fields.setdefault("at", self._at)
         entry = {"id": entry_id, "kind": kind, **fields}
         self.entries.append(entry)
         self._by_id[entry_id] = entry
@@ -154,6 +165,11 @@ class Transcript:
 
     def _notice(self, level: str, text: str) -> None:
         self._add("notice", level=level, text=text)
+
+    def note(self, level: str, text: str) -> None:
+        """Add a notice of the widget's own (``info``, ``warn`` or ``error``)."""
+        self._close_streams()
+        self._notice(level, text)
 
     # -- the stream fast path ---------------------------------------------------------
 
@@ -259,10 +275,11 @@ class Transcript:
         """
         if isinstance(event, Mapping):
             etype, run_id, payload = event.get("type"), event.get("run_id"), event.get("payload") or {}
-            parent_call = event.get("parent_call_id")
+            parent_call, at = event.get("parent_call_id"), event.get("timestamp")
         else:
             etype, run_id, payload = event.type, event.run_id, event.payload
-            parent_call = getattr(event, "parent_call_id", None)
+            parent_call, at = getattr(event, "parent_call_id", None), getattr(event, "timestamp", None)
+        self._at = at if isinstance(at, (int, float)) else None
         if parent_call is not None:
             # A sub-agent's event: it goes into the card of the call that delegated to it.
             session = event.get("session_id") if isinstance(event, Mapping) else event.session_id
@@ -288,7 +305,8 @@ class Transcript:
 
     def _on_resumed(self, p: Mapping[str, Any]) -> None:
         self.status = "running"
-        self._notice("info", f"resumed ({p.get('reason') or 'resume'})")
+        reason = str(p.get("reason") or "")
+        self._notice("info", _RESUMED.get(reason, f"resumed ({reason})" if reason else "resumed"))
 
     def _on_llm_before(self, p: Mapping[str, Any]) -> None:
         if p.get("purpose"):
@@ -326,13 +344,20 @@ class Transcript:
                        duration_ms=p.get("duration_ms"))
             return
         r = result_fields(p.get("result"))
+        # Reused from the record of an earlier process, or settled by a person: it did not run now.
+        origin = "reused" if p.get("reused") else "settled" if p.get("settled_by") else None
         self._tool(call_fields(p.get("call")), status="error" if r["is_error"] else "done", result=r["text"],
-                   is_error=r["is_error"], duration_ms=p.get("duration_ms"))
+                   is_error=r["is_error"], duration_ms=None if origin else p.get("duration_ms"),
+                   **({"origin": origin} if origin else {}))
 
     def _on_tool_denied(self, p: Mapping[str, Any]) -> None:
         r = result_fields(p.get("result"))
-        self._tool(call_fields(p.get("call")), status="denied", result=r["text"], is_error=True,
-                   reason=p.get("reason"))
+        reason = p.get("reason")
+        text = r["text"][len(_DENIED_PREFIX):] if r["text"].startswith(_DENIED_PREFIX) else r["text"]
+        # The reason is said once: by the result when it says it (and more), else by the reason line.
+        said = bool(reason) and text != reason and str(reason) in text
+        self._tool(call_fields(p.get("call")), status="denied", result=None if text == reason else text,
+                   is_error=True, reason=None if said else reason)
 
     def _note_approval(self, item: Any) -> dict[str, Any]:
         data = _dump(item)
@@ -402,7 +427,8 @@ class Transcript:
         self._close_streams()
         reason = str(p.get("reason") or "suspend")
         self.status = "awaiting_approval" if reason == "awaiting_approval" else "suspended"
-        self._notice("info", "waiting for approval" if reason == "awaiting_approval" else f"suspended ({reason})")
+        self._notice("info", "waiting for you" if reason in ("awaiting_approval", "in_doubt") else
+                     "suspended: Resume goes on from here" if reason == "suspend" else f"suspended ({reason})")
 
     def _on_terminal(self, etype: str, p: Mapping[str, Any]) -> None:
         self._close_streams()
@@ -411,7 +437,8 @@ class Transcript:
         if etype == "agent.error":
             self._notice("error", f"run failed: {error_text(p.get('error'))}")
         elif etype == "agent.cancelled":
-            self._notice("warn", f"cancelled{': ' + str(p['reason']) if p.get('reason') else ''}")
+            why = str(p.get("reason") or "")
+            self._notice("warn", "stopped" if why.startswith("cancelled by user") or not why else f"stopped: {why}")
         elif etype == "agent.aborted":
             self._notice("error", f"aborted by hook {p.get('hook') or '?'}: {error_text(p.get('error'))}")
         elif self.status != "completed":
@@ -450,7 +477,10 @@ class Transcript:
 # "rerun" runs it again, "done"/"failed" answer it with the text the person gave.
 _DECIDED_STATUS = {"approved": "approved", "denied": "denied", "rerun": "approved", "done": "done",
                    "failed": "error"}
-_OPEN_TOOL_STATUS = frozenset({"requested", "running", "awaiting_approval", "in_doubt", "approved"})
+_RESUMED = {"approval": "continued after your decision", "in_doubt_resolved": "continued after your decision",
+            "suspend": "resumed", "interrupted": "resumed where the interrupted run stopped"}
+_DENIED_PREFIX = "tool_denied: "  # how a denial reads to the model; the card says "denied" instead
+_OPEN_TOOL_STATUS = frozenset({"requested", "queued", "running", "awaiting_approval", "in_doubt", "approved"})
 
 
 def _without_parent(event: Any) -> Any:

@@ -35,9 +35,9 @@ _APPROVAL_EVENTS = frozenset({
 _SETTLED = frozenset({EventTypes.AGENT_SUCCESS, EventTypes.AGENT_ERROR, EventTypes.AGENT_CANCELLED,
                       EventTypes.AGENT_ABORTED, EventTypes.AGENT_SUSPENDED})
 _DETACHED_WHY = {
-    "replaced": "another runtime took over this session",
-    "closed": "its runtime was closed (runtime.aclose())",
-    "lease_lost": "another process holds this session's lease",
+    "replaced": "A newer chat took over this session: the live one is further down.",
+    "closed": "This chat's runtime was closed (runtime.aclose()), so it can no longer act.",
+    "lease_lost": "Another process holds this session now, so this chat can no longer act.",
 }
 # Traits only the kernel writes; the front end acts through messages (see set_state).
 _KERNEL_TRAITS = frozenset({"_snapshot", "approvals", "status", "read_only", "error", "detached", "input_block",
@@ -258,6 +258,11 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             self._cards.dirty = True
             self._controls_dirty = True
         if etype in _SETTLED:
+            if self.suspending and etype != EventTypes.AGENT_SUSPENDED:
+                # Suspend waits for a checkpoint (between model calls and tool batches): say
+                # when the run ended without reaching one, rather than dropping the request.
+                self._transcript.note("info", "Suspend gave up: the run ended before it reached a checkpoint "
+                                              "where it could pause.")
             self.suspending = False
             self._settled()
         if structural:
@@ -491,10 +496,12 @@ def _refresh_at_cell_end(chat: ChatWidget) -> None:
 
 
 def _detached_text(reason: str, message: str = "") -> str:
-    why = _DETACHED_WHY.get(reason, reason)
-    if message:  # the runtime says what happened and what to use instead
-        return f"detached: {why}. {message[:1].upper()}{message[1:]}"
-    return f"detached: {why}. This chat can no longer act; use a chat on the current runtime."
+    """One short sentence for people (the runtime's own message, for developers, is in
+    ``runtime.detached`` and the ``runtime.detached`` event)."""
+    known = _DETACHED_WHY.get(reason)
+    if known is not None:
+        return known
+    return f"This chat can no longer act ({reason}); use a chat on the current runtime."
 
 
 def _approval_id(content: dict[str, Any]) -> dict[str, Any]:

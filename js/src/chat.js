@@ -28,23 +28,82 @@ function initialize({ model }) {
 
 const STATUS_LABEL = {
   idle: "idle", loading: "loading…", running: "running", awaiting_approval: "awaiting approval", suspended: "suspended",
-  completed: "completed", cancelled: "cancelled", failed: "failed", aborted: "aborted",
+  completed: "completed", cancelled: "stopped", failed: "failed", aborted: "aborted",
 };
 
+// Where a finished call's answer came from, when it did not run now (DESIGN §13).
+const ORIGIN_LABEL = { reused: "reused", settled: "settled by you" };
+const ORIGIN_TITLE = {
+  reused: "It ran before the restore: its saved result is used, and it did not run again.",
+  settled: "A person said what became of this call; it did not run again.",
+};
+
+function durationText(ms) {
+  return ms < 1 ? "<1 ms" : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function timeText(at) {
+  if (typeof at !== "number") return "";
+  const d = new Date(at * 1000);
+  return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+/** A small "Copy" button: the text goes to the clipboard (or a hidden textarea's selection).
+ *  Its label (and a message's time) are drawn by CSS from attributes, so a message's
+ *  innerText stays the message itself. */
+function copyButton(getText, label) {
+  const b = h("button", { class: "arknb-btn arknb-link arknb-copy", testid: "arknb-copy", type: "button",
+    title: `Copy ${label}`, "aria-label": `Copy ${label}`, "data-copied": "" });
+  b.addEventListener("click", async () => {
+    const text = getText();
+    let ok = false;
+    try { await navigator.clipboard.writeText(text); ok = true; } catch (_) {
+      const area = h("textarea", { class: "arknb-copy-area" });
+      area.value = text;
+      document.body.append(area);
+      area.select();
+      try { ok = document.execCommand("copy"); } catch (_e) { ok = false; }
+      area.remove();
+    }
+    b.dataset.copied = String(ok);
+    setTimeout(() => { b.dataset.copied = ""; }, 1500);
+  });
+  return b;
+}
+
 function toolStatusLabel(status) {
-  return ({ requested: "requested", running: "running…", awaiting_approval: "awaiting approval",
+  return ({ requested: "requested", queued: "waits for your decision", running: "running…", awaiting_approval: "awaiting approval",
     approved: "approved", done: "done", error: "error", denied: "denied", not_executed: "not executed",
     interrupted: "interrupted", in_doubt: "in doubt" })[status] || status;
 }
 
+// The runtime's own hooks speak for themselves: a person never sees their internal names.
+const BUILT_IN_HOOKS = new Set(["approval_policy", "plan_mode", "approval"]);
+
 function hookSentence(e) {
+  const tool = (e.after && e.after.name) || (e.before && e.before.name);
+  const name = typeof tool === "string" ? tool : "the call";
+  if (BUILT_IN_HOOKS.has(e.hook) && e.slot === "before_tool_call") {
+    if (e.action === "defer" && e.hook === "approval_policy") return `needs your approval: ${name} is dangerous`;
+    if (e.action === "defer" && name === "write_todos") return "the new plan waits for your review";
+    if (e.action === "defer") return `needs your approval: ${name}${e.reason ? ` (${e.reason})` : ""}`;
+    if (e.action === "deny") return `${name} was not run${e.reason ? `: ${e.reason}` : ""}`;
+  }
+  return hookSentenceOf(e, tool);
+}
+
+/** True when hookSentence already says the reason (it is not repeated after it). */
+function sentenceHasReason(e) {
+  return BUILT_IN_HOOKS.has(e.hook) && e.slot === "before_tool_call" && ["defer", "deny"].includes(e.action);
+}
+
+function hookSentenceOf(e, tool) {
   const what = { before_tool_call: "arguments", after_tool_call: "result", on_model_chunk: "streamed text",
     before_model_call: "model request", after_model_call: "model response", before_run: "input",
     on_turn_completion: "turn", before_persist_state: "save" }[e.slot] || e.slot;
   const verb = { rewrite: "rewrote", proceed: "rewrote", deny: "denied", defer: "deferred", abort: "aborted",
     drop: "dropped", respond: "answered", retry: "retried", stop: "stopped", skip: "skipped",
     hold: "held" }[e.action] || e.action;
-  const tool = (e.after && e.after.name) || (e.before && e.before.name);
   return `${e.hook || "a hook"} ${verb} ${what}${tool && typeof tool === "string" ? ` of ${tool}` : ""}` +
     `${e.count > 1 ? ` (×${e.count})` : ""}`;
 }
@@ -134,7 +193,7 @@ function createView(model, el, store) {
     const ro = !!model.get("read_only");
     const detached = isDetached();
     const detachedText = model.get("detached") || (kernelGone(el, store) ? KERNEL_GONE : "");
-    status.textContent = STATUS_LABEL[st] || st;
+    status.textContent = model.get("detached") ? "not live" : STATUS_LABEL[st] || st;
     status.dataset.status = st;
     root.dataset.status = st;
     root.dataset.readOnly = String(ro);
@@ -172,17 +231,23 @@ function createView(model, el, store) {
   function buildEntry(e) {
     let n;
     if (e.kind === "user") {
+      const when = h("time", { class: "arknb-msg-time", testid: "arknb-msg-time" });
       n = { root: h("div", { class: "arknb-msg arknb-user", testid: "arknb-user" },
-        h("div", { class: "arknb-bubble arknb-plain" })) };
+        h("div", { class: "arknb-bubble arknb-plain" }),
+        h("div", { class: "arknb-msg-meta" }, when, copyButton(() => store.byId.get(e.id)?.text || "", "message"))),
+      when };
     } else if (e.kind === "assistant") {
       const body = h("div", { class: "arknb-md", testid: "arknb-assistant-text" });
       const reasoningBody = h("div", { class: "arknb-md arknb-reasoning-body" });
       const reasoning = h("details", { class: "arknb-reasoning", testid: "arknb-reasoning" },
         h("summary", {}, "Reasoning"), reasoningBody);
       const outputSlot = h("div", { class: "arknb-output-slot", hidden: true });
+      const when = h("time", { class: "arknb-msg-time", testid: "arknb-msg-time" });
+      const meta = h("div", { class: "arknb-msg-meta" }, when,
+        copyButton(() => store.byId.get(e.id)?.text || "", "answer"));
       n = { root: h("div", { class: "arknb-msg arknb-assistant", testid: "arknb-assistant" },
-        h("div", { class: "arknb-bubble" }, reasoning, outputSlot, body)), body, reasoning, reasoningBody, outputSlot,
-      renderedAt: 0 };
+        h("div", { class: "arknb-bubble" }, reasoning, outputSlot, body), meta), body, reasoning, reasoningBody,
+      outputSlot, renderedAt: 0, when, meta };
     } else if (e.kind === "tool") {
       n = { root: h("div", { class: "arknb-card arknb-tool", testid: "arknb-tool-card" }), expanded: false };
     } else if (e.kind === "hook") {
@@ -215,6 +280,11 @@ function createView(model, el, store) {
   }
 
   function fillEntry(e, n, force) {
+    if (e.kind === "user" || e.kind === "assistant") {
+      const t = timeText(e.at);
+      if (n.when.dataset.time !== t) n.when.dataset.time = t;
+      if (t) n.when.dateTime = new Date(e.at * 1000).toISOString();
+    }
     if (e.kind === "user") {
       n.root.firstChild.textContent = e.text || "";
       n.root.firstChild.hidden = !e.text && !!e.parts;
@@ -223,6 +293,7 @@ function createView(model, el, store) {
       if (n.parts) n.root.append(n.parts);
     } else if (e.kind === "assistant") {
       n.root.dataset.streaming = String(!!e.streaming);
+      n.meta.hidden = !!e.streaming || !e.text;
       const now = performance.now();
       // While streaming, re-parse the markdown at most every STREAM_RENDER_MS.
       if (force || !e.streaming || now - n.renderedAt >= STREAM_RENDER_MS) {
@@ -242,14 +313,21 @@ function createView(model, el, store) {
     } else if (e.kind === "tool") {
       n.root.dataset.callId = e.call_id;
       n.root.dataset.status = e.status;
+      if (e.origin) n.root.dataset.origin = e.origin; else delete n.root.dataset.origin;
+      // A chat that is no longer live cannot tell how a waiting call ended: it does not pretend to.
+      const waiting = e.status === "awaiting_approval" || e.status === "in_doubt";
+      const badge = ORIGIN_LABEL[e.origin] || (waiting && model.get("detached") ? "not decided here"
+        : toolStatusLabel(e.status));
       setChildren(n.root,
         h("div", { class: "arknb-card-head" },
           h("span", { class: "arknb-tool-name" }, e.name),
-          h("span", { class: `arknb-badge arknb-badge-${e.status}`, testid: "arknb-tool-status" }, toolStatusLabel(e.status)),
-          e.duration_ms != null ? h("span", { class: "arknb-muted" }, `${Math.round(e.duration_ms)} ms`) : null),
+          h("span", { class: `arknb-badge arknb-badge-${e.origin || e.status}`, testid: "arknb-tool-status",
+            title: ORIGIN_TITLE[e.origin] || "" }, badge),
+          e.duration_ms != null ? h("span", { class: "arknb-muted" }, durationText(e.duration_ms)) : null),
         h("details", { class: "arknb-args" }, h("summary", {}, "arguments"),
           h("pre", { class: "arknb-pre", testid: "arknb-tool-args" }, prettyJson(e.arguments))),
-        e.reason ? h("div", { class: "arknb-muted" }, `reason: ${e.reason}`) : null,
+        e.reason ? h("div", { class: "arknb-muted", testid: "arknb-tool-reason" },
+          `${e.status === "denied" ? "denied" : "reason"}: ${e.reason}`) : null,
         toolResult(e, n),
         e.subagent ? subagentView(e.subagent, subOpen, e.call_id) : null);
     } else if (e.kind === "hook") {
@@ -257,7 +335,7 @@ function createView(model, el, store) {
       n.root.dataset.action = e.action;
       const details = h("details", { class: "arknb-hook-details" },
         h("summary", {}, h("span", { class: "arknb-hook-text" }, hookSentence(e)),
-          e.reason ? h("span", { class: "arknb-muted" }, ` — ${e.reason}`) : null));
+          e.reason && !sentenceHasReason(e) ? h("span", { class: "arknb-muted" }, ` — ${e.reason}`) : null));
       details.addEventListener("toggle", () => {
         if (details.open && !details.querySelector(".arknb-diff")) details.append(diffView(e.before, e.after));
       }, { once: true });
@@ -366,7 +444,8 @@ function createView(model, el, store) {
         actions,
         err && !decision ? h("div", { class: "arknb-error", testid: "arknb-approval-error", role: "alert" }, err) : null);
     }));
-    approvalsBox.hidden = items.length === 0;
+    // A chat another chat took over shows no cards: the live chat has them.
+    approvalsBox.hidden = items.length === 0 || !!model.get("detached");
     if (had) {
       const same = approvalsBox.querySelector(`[data-approval-id='${CSS.escape(had.id || "")}'] [data-testid='${had.testid}']`);
       if (same && !same.disabled) same.focus();
@@ -485,7 +564,8 @@ function createView(model, el, store) {
 
   const listeners = [
     ...["status", "error", "read_only", "detached", "input_block", "suspending"].map((t) => [`change:${t}`, onStatus]),
-    ["change:approvals", renderApprovals], ["change:plan", renderTodos], ["comm_live_update", onConnection]];
+    ["change:approvals", renderApprovals], ["change:plan", renderTodos], ["comm_live_update", onConnection],
+    ["change:detached", () => update(true, new Set())]];  // its waiting cards stop claiming to wait
   store.results.add(onResult);
   for (const [name, handler] of listeners) model.on(name, handler);
 

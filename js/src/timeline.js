@@ -145,7 +145,7 @@ function render({ model, el }) {
       "data-type": e.type, "data-sequence": String(e.sequence), "data-index": String(pos), "data-status": c.status,
       "data-mark": mark },
     h("span", { class: "arknb-row-time" }, fmtTime((Number(e.timestamp) || 0) - t0)),
-    h("span", { class: "arknb-row-seq" }, `#${e.sequence}`),
+    h("span", { class: "arknb-row-seq", title: `sequence ${e.sequence}` }, `#${index.ordinal(e) ?? e.sequence}`),
     h("span", { class: `arknb-row-type arknb-type-${family}` },
       mark ? h("span", { class: `arknb-mark-dot arknb-mark-${mark}`, "aria-hidden": "true" }, mark === "plan" ? "☑" : "✦")
         : null, e.type),
@@ -193,6 +193,8 @@ function render({ model, el }) {
       shown = me.out;
       list.setCount(shown.length, { reset: true });
       syncSelection();
+      // The open detail follows the filters: it says when they hide its row (with "clear filters").
+      if (selected !== null) select(selected, false);
       updateCount();
     };
     step();
@@ -242,6 +244,8 @@ function render({ model, el }) {
       `${thousands(t.tokens_in)} in / ${thousands(t.tokens_out)} out tokens`,
       `${t.errors} error${t.errors === 1 ? "" : "s"}`];
     if (t.denied) parts.push(`${t.denied} denied`);
+    if (t.reused) parts.push(`${t.reused} reused from the record`);
+    if (t.settled) parts.push(`${t.settled} settled by a person`);
     if (duration) parts.push(duration);
     totals.textContent = parts.join(" · ");
     totals.dataset.errors = String(t.errors);

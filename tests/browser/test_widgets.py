@@ -37,7 +37,7 @@ def test_quickstart_send_box_runs_the_agent(lab):
     lab.open("01_quickstart.ipynb")
     lab.run_cell_containing("import arknb as ark")
     lab.run_cell_containing("def multiply")
-    lab.run_cell_containing("ark.ScriptedModel([")
+    lab.run_cell_containing("ark.RuleModel([")
     lab.run_cell_containing("ark.ChatWidget(runtime)")
     chat = lab.page.locator(CHAT).first
     chat.wait_for()

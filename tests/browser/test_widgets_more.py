@@ -174,7 +174,7 @@ chat
     assert _wait_for_chat_status(lab.page, "cancelled") == "cancelled"
     card.first.wait_for(state="detached")
     expect(chat.get_by_test_id("arknb-approvals")).to_be_hidden()
-    expect(chat.get_by_test_id("arknb-status")).to_have_text("cancelled")
+    expect(chat.get_by_test_id("arknb-status")).to_have_text("stopped")
     # The card's closing delta follows the status (a trait) by a frame.
     tool = chat.locator("[data-testid='arknb-tool-card'][data-call-id='d1']")
     expect(tool).not_to_have_attribute("data-status", "awaiting_approval")
@@ -277,8 +277,9 @@ def test_read_only_replay_of_recorded_events(lab):
     expect(chat.get_by_test_id("arknb-send")).to_be_hidden()
     visible_enabled = chat.evaluate(
         "(root) => [...root.querySelectorAll('button, textarea, input, select')]"
-        ".filter((b) => b.offsetParent !== null && !b.disabled).map((b) => b.outerHTML)")
-    assert visible_enabled == []
+        ".filter((b) => b.offsetParent !== null && !b.disabled && b.dataset.testid !== 'arknb-copy')"
+        ".map((b) => b.outerHTML)")
+    assert visible_enabled == []  # (Copy only reads the page: a replay keeps it)
     # Actions sent by hand are refused by the kernel as well.
     out = lab.kernel_exec(
         "replay._on_msg(replay, {'type': 'send', 'text': 'hi', 'request_id': 'x'})\n"
@@ -372,7 +373,7 @@ def test_notebook7_quickstart_chat_renders_and_runs(notebook7_server, chromium_b
         assert "/notebooks/" in page.url and "/lab" not in page.url
         nb.run_cell_containing("import arknb as ark")
         nb.run_cell_containing("def multiply")
-        nb.run_cell_containing("ark.ScriptedModel([")
+        nb.run_cell_containing("ark.RuleModel([")
         nb.run_cell_containing("ark.ChatWidget(runtime)")
         chat = page.locator(CHAT).first
         chat.wait_for()
@@ -383,11 +384,46 @@ def test_notebook7_quickstart_chat_renders_and_runs(notebook7_server, chromium_b
                      has=page.locator("[data-testid='arknb-tool-result']", has_text="3")).wait_for()
         chat.locator("[data-testid='arknb-assistant-text']", has_text="1 + 2 is 3.").wait_for()
         assert _wait_for_chat_status(page, "completed") == "completed"
+        box.fill("hello")  # the offline model answers what is typed
+        box.press("Enter")
+        chat.locator("[data-testid='arknb-assistant-text']", has_text="I add and multiply whole numbers").wait_for()
         nb.screenshot("notebook7_chat", locator=chat)
     except Exception:
         nb.screenshot("failure", full_page=True)
         nb.output_dir.mkdir(parents=True, exist_ok=True)
         (nb.output_dir / "console.log").write_text("\n".join(nb.console))
+        raise
+    finally:
+        context.close()
+        notebook7_server.shutdown_all_sessions()
+
+
+def test_notebook7_approvals_card_click_then_the_cell_after_it(notebook7_server, chromium_browser, request):
+    """03 in Notebook 7 (issue 25): Approve on the card, then the cells that decide the same
+    in code run without an error and report the run as it ended."""
+    context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+    page = context.new_page()
+    nb = LabPage(page, notebook7_server, RESULTS_DIR / safe_name(request.node.name))
+    try:
+        page.goto(f"{notebook7_server.base_url}/notebooks/03_approvals.ipynb"
+                  f"?token={notebook7_server.token}&reset={uuid.uuid4().hex[:6]}")
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        page.wait_for_function(_JS_KERNEL_IDLE, timeout=60_000, polling=100)
+        nb.run_cell_containing("def clear_cache")
+        nb.run_cell_containing("chat = ark.ChatWidget(runtime)")
+        nb.run_cell_containing('handle = runtime.start("Please clear the cache')
+        chat = page.locator(CHAT).first
+        card = chat.locator("[data-testid='arknb-approval'][data-state='live']")
+        card.get_by_test_id("arknb-approve").click()
+        chat.locator("[data-testid='arknb-assistant-text']", has_text="Done: /tmp/cache is cleared.").wait_for()
+        assert "stop_reason: awaiting_approval" in nb.run_cell_containing("result = await handle")
+        out = nb.run_cell_containing("decision = await runtime.controller.approve(item.approval_id)")
+        assert "Done: /tmp/cache is cleared." in out and "ok:" not in out
+        assert nb.kernel_exec("print(CLEARED)").strip() == "['/tmp/cache']"
+        nb.screenshot("notebook7_approved", locator=chat)
+    except Exception:
+        nb.screenshot("failure", full_page=True)
         raise
     finally:
         context.close()

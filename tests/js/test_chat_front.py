@@ -259,13 +259,16 @@ def test_a_card_decided_elsewhere_shows_the_recorded_decision_without_buttons(ha
 
 def test_a_detached_chat_says_so_and_its_buttons_do_nothing(harness):
     harness.mount("chat", base_state(approvals=[approval("ap1")], status="awaiting_approval"))
-    harness.set("detached", "detached: another runtime took over this session. This chat can no longer act.")
+    harness.set("detached", "A newer chat took over this session: the live one is further down.")
     bar = harness.page.get_by_test_id("arknb-detached")
-    assert bar.is_visible() and "another runtime" in bar.inner_text()
+    assert bar.is_visible() and "A newer chat took over" in bar.inner_text()
     assert harness.page.get_by_test_id("arknb-approve").is_disabled()
+    # Its cards are not shown at all (the live chat has them), and its status says why.
+    assert not harness.page.get_by_test_id("arknb-approvals").is_visible()
+    assert harness.page.get_by_test_id("arknb-status").inner_text() == "not live"
     assert harness.page.get_by_test_id("arknb-stop").is_disabled()
     assert harness.page.locator("[data-testid='arknb-chat']").get_attribute("data-detached") == "true"
-    harness.page.get_by_test_id("arknb-approve").click(force=True)
+    harness.page.get_by_test_id("arknb-approve").dispatch_event("click")  # even a scripted click does nothing
     assert non_hello(harness) == []
 
 

@@ -502,3 +502,41 @@ def test_a_live_view_hides_its_static_companion_until_it_goes(harness):
     assert not harness.page.evaluate(visible)
     harness.page.evaluate("() => window.w.cleanup()")
     assert harness.page.evaluate(visible)
+
+
+def test_event_numbers_are_contiguous_per_session_across_a_restore_gap(harness):
+    # A restored runtime continues 10,000 sequences on (the gap stays internal): people see 1..6.
+    events = [event(s, "agent.started" if s in (1, 10004) else "llm.before") for s in (1, 2, 3, 10004, 10005, 10006)]
+    mount(harness, events)
+    wait_rows(harness, count=6)
+    numbers = harness.page.evaluate(
+        f"""() => [...document.querySelectorAll("{ROWS}")].sort((a, b) => a.dataset.vindex - b.dataset.vindex)
+             .map((r) => r.querySelector('.arknb-row-seq').textContent)""")
+    assert numbers == ["#1", "#2", "#3", "#4", "#5", "#6"]
+    assert shown_sequences(harness) == [1, 2, 3, 10004, 10005, 10006]  # the real sequence stays in the data
+
+
+def test_the_detail_pane_says_when_the_filters_hide_its_event(harness):
+    mount(harness, [event(1, "agent.started"), event(2, "llm.before", turn=1), event(3, "agent.success")])
+    wait_rows(harness, count=3)
+    rows(harness).nth(1).click()
+    detail = harness.page.get_by_test_id("arknb-timeline-detail")
+    assert "llm.before" in detail.inner_text() and "hidden by the filters" not in detail.inner_text()
+    harness.page.get_by_test_id("arknb-timeline-type").select_option("agent.started")
+    harness.page.wait_for_function(
+        "() => document.querySelector(\"[data-testid='arknb-timeline-detail']\").innerText.includes('hidden by the filters')")
+    harness.page.get_by_test_id("arknb-timeline-type").select_option("")
+    harness.page.wait_for_function(
+        "() => !document.querySelector(\"[data-testid='arknb-timeline-detail']\").innerText.includes('hidden by the filters')")
+
+
+def test_at_400px_span_labels_are_not_cut(harness):
+    harness.page.set_viewport_size({"width": 400, "height": 900})
+    mount(harness, [event(1, "agent.started", run="run_50c8a9b3e7d1"), event(2, "llm.before", run="run_50c8a9b3e7d1", turn=1),
+                    event(3, "agent.success", run="run_50c8a9b3e7d1")])
+    harness.page.get_by_test_id("arknb-span").first.wait_for()
+    cut = harness.page.evaluate(
+        "() => [...document.querySelectorAll('.arknb-span-label')].filter((l) => l.scrollWidth > l.clientWidth + 1)"
+        ".map((l) => l.textContent)")
+    assert cut == []
+    harness.page.screenshot(path="test-results/timeline_spans_400px.png")

@@ -132,10 +132,11 @@ async def test_a_rejection_reaches_the_model_with_its_reason():
     assert denied.payload["call"]["id"] == "t1" and denied.payload["reason"] == "check the memory use before restarting"
     review = runtime.controller.get_pending_plan_review()
     assert [i.content for i in review.plan.items] == ["Read the logs", "Check memory", "Restart the service"]
+    assert review.plan.version == 2  # the rejected proposal was version 1: the revision is the second
 
     await runtime.controller.approve_plan()
     assert (await runtime.current_run).stop_reason == "completed"
-    assert runtime.state.plan.version == 1 and len(runtime.state.plan.items) == 3
+    assert runtime.state.plan.version == 2 and len(runtime.state.plan.items) == 3
 
 
 async def test_a_rejection_without_a_reason_says_so():

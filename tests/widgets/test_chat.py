@@ -289,7 +289,7 @@ def test_input_block_names_what_blocks_the_send_box(runtime, timers, ev):
     assert "approve or deny" in chat.input_block
     runtime.bus.publish(ev("runtime.detached", reason="replaced"))
     timers.advance(0.1)
-    assert chat.input_block.startswith("detached:")
+    assert chat.input_block == "A newer chat took over this session: the live one is further down."
 
 
 def test_stop_suspend_resume_route_to_the_runtime(runtime, timers):
@@ -457,7 +457,7 @@ async def test_a_detached_chat_says_so_and_acts_no_more(runtime, timers, ev):
     chat, front = make_chat(runtime, timers)
     runtime.bus.publish(ev("runtime.detached", reason="replaced"))
     timers.advance(0.1)
-    assert chat.detached.startswith("detached: another runtime took over")
+    assert chat.detached == "A newer chat took over this session: the live one is further down."  # one sentence, no internals
     assert [a["live"] for a in chat.approvals] == [False]
     for action in ({"type": "approve", "approval_id": "ap1"}, {"type": "send", "text": "hi"}, {"type": "stop"}):
         chat._on_msg(chat, {**action, "request_id": action["type"]})
@@ -465,7 +465,7 @@ async def test_a_detached_chat_says_so_and_acts_no_more(runtime, timers, ev):
     assert runtime.controller.calls == [] and runtime.started == [] and runtime.cancelled == 0
     results = front.of_type("action_result")
     assert [r["ok"] for r in results] == [False, False, False]
-    assert all(r["error"].startswith("detached:") for r in results)
+    assert all(r["error"].startswith("A newer chat took over") for r in results)
     assert results[0]["approval_id"] == "ap1"
 
 
@@ -480,7 +480,7 @@ def test_a_chat_on_an_already_detached_runtime_starts_detached(timers):
     rt = FakeRuntime()
     rt.detached = "replaced"
     chat, _ = make_chat(rt, timers)
-    assert chat.detached.startswith("detached:")
+    assert chat.detached.startswith("A newer chat took over")
 
 
 # -- restore and replay ---------------------------------------------------------------

@@ -60,7 +60,7 @@ async def test_the_replaced_runtimes_chat_is_detached_and_its_card_runs_nothing(
     (card,) = old_chat.approvals
     new = ark.AgentRuntime(scripted(), tools=[clear_cache], storage=storage, session_id="s")  # takes over
     await settle()
-    assert old_chat.detached.startswith("detached: another runtime took over")
+    assert old_chat.detached.startswith("A newer chat took over this session")
     assert [a["live"] for a in old_chat.approvals] == [False]
     old_chat._on_msg(old_chat, {"type": "approve", "approval_id": card["approval_id"], "request_id": "q"})
     await settle()

@@ -120,7 +120,7 @@ def test_a_replay_and_a_detached_chat_say_what_they_are(runtime, timers, ev):
     chat = ChatWidget(runtime, clock=timers.clock, call_later=timers.call_later)
     runtime.bus.publish(ev("runtime.detached", reason="replaced"))
     timers.advance(0.1)
-    assert "detached: another runtime took over" in companion(chat)
+    assert "A newer chat took over this session" in companion(chat)
 
 
 def test_markdown_rules_match_the_live_view():

@@ -113,10 +113,36 @@ def test_spans_of_a_resumed_run_a_deferred_call_and_a_sub_run():
     assert [x["status"] for x in s if x["run_id"] == "r3" and x["kind"] != "run"] == ["unfinished", "unfinished"]
 
 
+def test_totals_count_calls_not_events_and_say_what_was_reused_or_settled():
+    # A restored run (notebook 07): two fetches ran in the killed process and are reused after
+    # the restore (two tool.after each), the report is settled by a person: three calls.
+    def after(seq, call_id, **extra):
+        return {"type": "tool.after", "run_id": "r", "sequence": seq, "timestamp": float(seq),
+                "payload": {"call": {"id": call_id, "name": "fetch"}, "result": {"text": "ok"}, **extra}}
+
+    events = [after(1, "c1"), after(2, "c2"), after(3, "c1", reused=True), after(4, "c2", reused=True),
+              after(5, "c3", settled_by="person")]
+    t = totals(events)
+    assert (t["tool_calls"], t["reused"], t["settled"], t["denied"]) == (3, 2, 1, 0)
+    assert "reused from the record" in summary(events[2]) and "ms" not in summary(events[2])
+    decided = {"type": "approval.decided", "run_id": "r", "payload": {"approval_id": "op_1", "decision": "denied",
+                                                                      "resolution": "done"}}
+    assert summary(decided) == "op_1 marked done by a person" and status(decided) == "ok"  # not a red "denied"
+
+
+def test_the_static_copy_numbers_events_per_session_without_the_restore_gap():
+    from arknb.widgets._timeline_html import render
+
+    events = [{"type": "llm.before", "session_id": "s", "run_id": "r", "sequence": seq, "timestamp": float(i),
+               "payload": {"turn": 1}} for i, seq in enumerate((1, 2, 10003, 10004))]
+    page = render(events, "x")
+    assert all(f"#{n}</td>" in page for n in (1, 2, 3, 4)) and "#10003" not in page
+
+
 def test_totals_per_run_and_overall():
     events = story()
     assert totals(events, "r2") == {"runs": 1, "turns": 2, "tool_calls": 4, "tokens_in": 170, "tokens_out": 10,
-                                    "errors": 1, "denied": 1, "events": 19}
+                                    "errors": 1, "denied": 1, "events": 19, "reused": 0, "settled": 0}
     everything = totals(events)
     assert (everything["runs"], everything["turns"], everything["tokens_in"]) == (4, 5, 220)
 

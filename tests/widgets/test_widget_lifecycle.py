@@ -68,6 +68,7 @@ def test_close_releases_the_listener(make):
 def test_a_collected_widget_takes_its_listener_with_it(make):
     rt = FakeRuntime()
     chat = make(rt)
+    chat._repr_mimebundle_()  # shown: from now on ipywidgets holds it as any shown widget
     assert listeners(rt.bus) == 1
     # ipywidgets' registry and the kernel's comm manager hold every open widget; once both
     # let go of one (here: the front end closed its comm), nothing but the bus would hold
@@ -79,6 +80,53 @@ def test_a_collected_widget_takes_its_listener_with_it(make):
     gc.collect()
     assert ref() is None
     assert listeners(rt.bus) == 0
+
+
+@live_widget
+def test_two_hundred_widgets_dropped_without_close_leave_no_listener(make):
+    """Made and dropped without close(), never shown (a loop, a marimo cell re-run whose
+    old element went): nothing holds them, so they go and take their listeners along."""
+    rt = FakeRuntime()
+    refs = [weakref.ref(make(rt)) for _ in range(200)]
+    gc.collect()
+    assert listeners(rt.bus) == 0
+    assert sum(r() is not None for r in refs) == 0  # neither ipywidgets' registry nor the comm kept one
+
+
+@live_widget
+def test_a_shown_widget_stays_alive_and_a_message_still_reaches_an_unshown_one(make):
+    rt = FakeRuntime()
+    shown = make(rt)
+    shown._repr_mimebundle_()
+    ref = weakref.ref(shown)
+    del shown
+    gc.collect()
+    assert ref() is not None and listeners(rt.bus) == 1  # a view may use it: ipywidgets holds it
+    assert ipywidgets.widgets.widget._instances[ref().model_id] is ref()
+    ref().close()
+    unshown = make(rt)
+    got = []
+    unshown._handle_msg = got.append  # the comm's weak handler still delivers to a live widget
+    unshown.comm.handle_msg({"content": {"data": {"method": "custom", "content": {}}}})
+    assert len(got) == 1
+    unshown.close()
+
+
+@live_widget
+def test_a_comm_closed_by_its_host_releases_the_widget(make):
+    """marimo closes a re-run cell's comm without calling widget.close() (and gives the
+    widget a comm of its own first): the widget stops listening and can be collected."""
+    rt = FakeRuntime()
+    widget = make(rt)
+    widget.comm = comm.create_comm(target_name="jupyter.widget", data={"state": {}})  # the host's comm
+    widget._repr_mimebundle_()  # the host shows it (marimo syncs its state this way)
+    assert listeners(rt.bus) == 1
+    widget.comm.close()  # the cell re-runs: the host disposes the comm
+    assert listeners(rt.bus) == 0
+    ref = weakref.ref(widget)
+    del widget
+    gc.collect()
+    assert ref() is None
 
 
 def test_bus_listener_never_keeps_its_owner_alive():

@@ -33,7 +33,14 @@ export function parentOf(e) {
 }
 
 function newTotals() {
-  return { runs: 0, turns: 0, tool_calls: 0, tokens_in: 0, tokens_out: 0, errors: 0, denied: 0, events: 0 };
+  return { runs: 0, turns: 0, tool_calls: 0, tokens_in: 0, tokens_out: 0, errors: 0, denied: 0, events: 0,
+    reused: 0, settled: 0 };
+}
+
+function lowerBound(sorted, value) {
+  let lo = 0, hi = sorted.length;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (sorted[mid] < value) lo = mid + 1; else hi = mid; }
+  return lo;
 }
 
 export class TimelineIndex {
@@ -47,6 +54,8 @@ export class TimelineIndex {
     this.tools = new Map();     // `${run}|${call}` -> latest tool span
     this.runTotals = new Map(); // run id -> totals
     this.turnKeys = new Set();
+    this.callKeys = new Set();
+    this.sequences = new Map(); // session id -> its events' sequences, sorted (the numbers people see)  // `${run}|${call}` of the calls counted (a call is counted once, not per event)
     this.all = newTotals();
     this.types = new Set();
     this.runOrder = [];         // run ids in order of first appearance
@@ -68,6 +77,7 @@ export class TimelineIndex {
     if (this.tEnd === null || t > this.tEnd) this.tEnd = t;
     if (!this.types.has(e.type)) this.types.add(e.type);
     this.count(e);
+    this.number(e);
     if (e.type !== "llm.chunk") this.spanEvent(e, pos, t);
   }
 
@@ -90,9 +100,34 @@ export class TimelineIndex {
     } else if (e.type === "llm.after") {
       const [tin, tout] = usageOf(p);
       tot.tokens_in += tin; all.tokens_in += tin; tot.tokens_out += tout; all.tokens_out += tout;
-    } else if (e.type === "tool.after" || e.type === "tool.denied") { tot.tool_calls++; all.tool_calls++; }
+    } else if (e.type === "tool.after" || e.type === "tool.denied") {
+      const key = `${rid}|${callIdOf(e)}`;
+      if (!this.callKeys.has(key)) { this.callKeys.add(key); tot.tool_calls++; all.tool_calls++; }
+      if (p.reused) { tot.reused++; all.reused++; } else if (p.settled_by) { tot.settled++; all.settled++; }
+    }
     if (e.type === "tool.denied") { tot.denied++; all.denied++; }
     else if (status(e) === "error") { tot.errors++; all.errors++; }
+  }
+
+  /** Remember `e`'s sequence among its session's (usually a push: events come in order). */
+  number(e) {
+    const s = e.sequence;
+    if (typeof s !== "number") return;
+    const sid = String(e.session_id ?? "");
+    let seqs = this.sequences.get(sid);
+    if (!seqs) { seqs = []; this.sequences.set(sid, seqs); }
+    if (!seqs.length || s > seqs[seqs.length - 1]) { seqs.push(s); return; }
+    const i = lowerBound(seqs, s);
+    if (seqs[i] !== s) seqs.splice(i, 0, s);
+  }
+
+  /** The number shown for `e`: its place among the events of its session this timeline
+   *  holds (1, 2, 3, ...). The runtime's sequence jumps after a restore (a gap kept
+   *  internal, so two processes never share a number); people see no jump. */
+  ordinal(e) {
+    const seqs = this.sequences.get(String(e.session_id ?? ""));
+    if (!seqs || typeof e.sequence !== "number") return null;
+    return lowerBound(seqs, e.sequence) + 1;
   }
 
   totals(runId) {

@@ -4,6 +4,9 @@
 
 export const STATUSES = ["ok", "error", "denied", "deferred", "cancelled", "warn", "changed", ""];
 const CLIP = 80;
+// How a person settled a call a crash left in doubt (approval.decided's resolution, DESIGN §13).
+const RESOLVED_AS = { rerun: "run again by a person", done: "marked done by a person",
+  failed: "marked failed by a person" };
 
 const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 const isInt = (v) => Number.isInteger(v) && typeof v === "number";
@@ -140,7 +143,9 @@ export function summary(e) {
     case "tool.before": return callLine(p);
     case "tool.after": {
       const r = isObj(p.result) ? p.result : {};
-      return join(callLine(p), `${r.is_error ? "error " : "→ "}${quote(r.text || "")}`, fmtMs(p.duration_ms));
+      const origin = p.reused ? "reused from the record" : p.settled_by ? "settled by a person" : "";
+      return join(callLine(p), origin, `${r.is_error ? "error " : "→ "}${quote(r.text || "")}`,
+        origin ? "" : fmtMs(p.duration_ms));
     }
     case "tool.progress": {
       // JSON numbers print as Python's _num does (2.0 arrives as 2)
@@ -156,6 +161,8 @@ export function summary(e) {
       return `${plural(items.length, "call")} ${items.length === 1 ? "needs" : "need"} approval: ${names}`.replace(/[: ]+$/, "");
     }
     case "approval.decided": {
+      if (p.resolution) return join(`${p.approval_id || "?"} ${RESOLVED_AS[p.resolution] || p.resolution}`,
+        p.all_decided ? "all decided" : "");
       const reason = p.deny_reason ? `: ${clip(p.deny_reason, 60)}` : "";
       return join(`${p.approval_id || "?"} ${p.decision || "?"}${reason}`, p.all_decided ? "all decided" : "");
     }
@@ -226,6 +233,7 @@ export function status(e) {
     case "tool.after": return p.deferred ? "deferred" : isObj(p.result) && p.result.is_error ? "error" : "ok";
     case "tool.denied": return "denied";
     case "approval.decided": case "plan.review_resolved":
+      if (p.resolution) return p.resolution === "failed" ? "error" : "ok";  // an in-doubt call, settled
       return p.decision === "approved" ? "ok" : p.decision === "denied" || p.decision === "rejected" ? "denied" : "";
     case "hook.decision": return p.ignored ? "" : HOOK_STATUS[str(p.action)] || "changed";
     case "hook.diagnostic": return p.fail_closed ? "error" : "warn";

@@ -11,8 +11,9 @@ CELLS = [
 # 01 · Quickstart: an agent with tools in a chat
 
 This notebook builds a small agent and talks to it in a chat widget. It needs no API
-key: `ark.ScriptedModel` plays a script of model answers, so every run is the same
-and works offline. Notebook `05_real_models` swaps in a real model.
+key and no network: `ark.RuleModel` is an offline model that answers what you type by
+keyword rules, and calls your tools when a question asks for them. The same question
+always gets the same answer. Notebook `05_real_models` swaps in a real model.
 
 What you will see:
 
@@ -48,27 +49,30 @@ print(add.name, "-", add.description)
 print(sorted(add.parameters["properties"]))
 """),
     md("""
-## A scripted model
+## An offline model that answers by rules
 
-Each `ScriptedTurn` is one model answer: text (a string, or a list of streamed
-chunks) and optionally tool calls. The first turn asks for `add`; after the runtime
-runs the tool and sends its result back, the second turn answers.
-The remaining turns are there for the chat widget below.
+Each `ark.Rule` is a pattern (a regular expression, searched in the user's message)
+and what to do when it matches: `reply=` some text, or `call=` a tool with `arguments=`
+taken from the pattern's groups, then word the final `answer=` from the tool's result.
+The first rule that matches answers; `fallback=` answers anything else. (For a fixed
+script of answers, whatever the question, there is `ark.ScriptedModel`: the later
+notebooks use it.)
 """),
     code("""
-model = ark.ScriptedModel([
-    # run 1: "What is 1 + 2?"
-    ark.ScriptedTurn(text=["Let me ", "add that."],
-                     tool_calls=[ark.ToolCall(id="c1", name="add", arguments_json='{"a": 1, "b": 2}')]),
-    ark.ScriptedTurn(text=["1 + 2 ", "is ", "**3**."]),
-    # run 2, started from the chat or the cell below: "And 6 times 7?"
-    ark.ScriptedTurn(text="I will multiply.",
-                     tool_calls=[ark.ToolCall(id="c2", name="multiply", arguments_json='{"a": 6, "b": 7}')]),
-    ark.ScriptedTurn(text=["6 × 7 ", "= **42**. ", "That was the ", "last scripted ", "answer."],
-                     chunk_delay=0.05),
-    # anything typed into the chat after that
-    *["(scripted) I only know a script. Notebook 05 shows how to plug in a real model."] * 5,
-])
+def numbers(m):
+    return {"a": int(m[1]), "b": int(m[2])}
+
+
+model = ark.RuleModel([
+    ark.Rule(r"(-?\\d+)\\s*(?:\\+|plus)\\s*(-?\\d+)", call="add", arguments=numbers,
+             answer="{m[1]} + {m[2]} is **{result}**."),
+    ark.Rule(r"(-?\\d+)\\s*(?:\\*|×|times)\\s*(-?\\d+)", call="multiply", arguments=numbers,
+             answer="{m[1]} × {m[2]} = **{result}**."),
+    ark.Rule(r"\\b(hi|hello|hey|help|what can you do)\\b",
+             reply="Hi! I add and multiply whole numbers with my two tools. Try **what is 2 + 3?** or **6 times 7**."),
+    ark.Rule(r"\\b(thanks|thank you)\\b", reply="You're welcome!"),
+], fallback="Offline I only understand sums and products, like **12 + 30** or **6 times 7**. "
+            "Notebook 05 plugs in a real model that answers anything.", chunk_delay=0.03)
 
 runtime = ark.AgentRuntime(model, tools=[add, multiply], system_prompt="Be brief.")
 """),
@@ -99,6 +103,10 @@ for message in runtime.state.history:
 The widget shows the history so far. Type into its box and press Enter: the widget
 calls `runtime.start(...)`, which runs the agent as a background task, so the cell
 has already returned and the chat (and its **Stop** button) stays live.
+
+Things to try: *hi*, *what is 12 + 30?*, *6 times 7*, *-4 plus 9*, and anything else
+(the fallback says what it understands). A sum or a product shows a tool card with the
+call's arguments and result before the answer.
 """),
     code("""
 # NBVAL_IGNORE_OUTPUT
@@ -129,6 +137,31 @@ result = await runtime.run("Thanks!")
 unsubscribe()
 print(result.final_message.text)
 print(seen)
+"""),
+    md("""
+## Stop and Suspend
+
+Every chat has **Stop** and **Suspend**. The run below streams a long answer for about
+six seconds, in a chat of its own. Run the next cell, then click **Stop** while the text
+streams: the run ends `cancelled` at once, and what streamed so far stays. **Suspend**
+is gentler: the run pauses at its next checkpoint (between a model call and a tool
+batch, saved first) and **Resume** goes on from there. An answer that is only text has no
+checkpoint before its end, so here the chat tells you Suspend gave up when the run
+finished. Don't click anything, and the run simply completes.
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+long_answer = " ".join(f"Step {i} of 12: still explaining." for i in range(1, 13))
+slow = ark.AgentRuntime(ark.RuleModel([], fallback=long_answer, chunk_delay=0.1))  # ~6 s, every time
+slow_chat = ark.ChatWidget(slow)
+slow_chat
+"""),
+    code("""
+slow_handle = slow.start("Explain, slowly, what a run is.")  # the cell returns: the buttons stay live
+"""),
+    code("""
+result = await slow_handle
+print("stop_reason:", result.stop_reason)  # completed, or cancelled if you clicked Stop
 """),
     md("""
 Next: notebook 02 changes runs with hooks, 03 puts a human in the loop with

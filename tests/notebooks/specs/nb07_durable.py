@@ -50,6 +50,7 @@ SESSION = "report-run"
     import arknb as ark
 
     EFFECTS = Path(__file__).with_name("effects.log")
+    MAIL_DELAY = 0.5  # seconds; the agent process below sets an hour, so the crash comes first
 
 
     def record(name, ctx):
@@ -68,7 +69,7 @@ SESSION = "report-run"
     async def send_report(to: str, ctx: ark.ToolContext) -> str:
         \\"\\"\\"E-mail the report (slow: the mail server takes its time).\\"\\"\\"
         record("send_report", ctx)
-        await asyncio.sleep(3600)  # the crash comes first
+        await asyncio.sleep(MAIL_DELAY)
         return f"sent to {to}"
 
 
@@ -88,7 +89,10 @@ which is still running when we pull the plug.
 (WORK / "agent.py").write_text(textwrap.dedent('''
     import asyncio, json, sys
     import arknb as ark
+    import report_tools
     from report_tools import TOOLS
+
+    report_tools.MAIL_DELAY = 3600  # this process's mail server hangs: the crash comes first
 
     def call(call_id, name, index, **arguments):
         return ark.ToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments), index=index)
@@ -147,7 +151,8 @@ The run is paused like an approval (new input is refused until you decide), and 
 chat shows the in-doubt call as a card with three choices: **Rerun** (it runs again,
 with the same idempotency key, which a mail API can use to drop the duplicate),
 **Mark done** (give the result it had) or **Mark failed** (the model is told it
-failed).
+failed). The two fetches that finished before the kill read **reused**: their saved
+results stand, and they do not run again.
 """),
     code("""
 # NBVAL_IGNORE_OUTPUT
@@ -156,22 +161,28 @@ chat
 """),
     md("""
 Running this notebook top to bottom without clicking? This cell decides in code what
-the card's **Mark done** decides: we checked the mail server's log, and the report did go out.
+the card's **Mark done** decides: we checked the mail server's log, and the report did
+go out. (Clicked a button on the card already? Then nothing is in doubt any more, and
+this cell only waits for the run and shows how it ended.)
 """),
     code("""
-[item] = runtime.controller.list_in_doubt()
-decision = await runtime.controller.mark_done(item.operation_id, "sent to oncall@example.org (seen in the mail log)")
-print("ok:", decision.ok, "| all decided:", decision.all_decided)
+for item in runtime.controller.list_in_doubt():  # none left if you decided on the card
+    decision = await runtime.controller.mark_done(item.operation_id,
+                                                  "sent to oncall@example.org (seen in the mail log)")
+    print("marked done:", item.tool_call.name, "| ok:", decision.ok)
 
-result = await runtime.current_run  # the run goes on in the background; wait for it here
-print("stop_reason:", result.stop_reason)
-print("final text: ", result.final_message.text)
+if runtime.current_run is not None:  # the run goes on in the background; wait for it here
+    await runtime.current_run
+print("still in doubt:", len(runtime.controller.list_in_doubt()))
+print("stop_reason:", runtime.state.last_stop_reason)
+print("final text: ", runtime.history[-1].text)
 """),
     md("""
 ## What ran, and how often
 
 The side-effect log: each fetch ran exactly once, in the killed process, and
-`send_report` was not sent a second time.
+`send_report` was not sent a second time (unless you clicked **Rerun**: then the log
+shows it twice, and the shared idempotency key is what lets a real mail API drop the copy).
 """),
     code("""
 print(Counter(line.split()[0] for line in EFFECTS.read_text().splitlines()))

@@ -24,12 +24,15 @@ Two capabilities that plug into the runtime as extensions:
 Everything runs on the scripted model: no API key needed.
 """),
     code("""
+import time
+
 import arknb as ark
 
 
 @ark.tool(read_only=True)
 def read_logs(service: str) -> str:
     \"\"\"Read the recent log lines of a service.\"\"\"
+    time.sleep(0.1)  # the tools take a moment, so the timeline's bars have widths
     return f"{service}: 03:12 out of memory (heap 2.0 GB of 2.0 GB); 03:13 requests failing"
 
 
@@ -42,6 +45,7 @@ def memory_use(service: str) -> str:
 @ark.tool
 def restart_service(service: str, memory_gb: int = 2) -> str:
     \"\"\"Restart a service, optionally with a new memory limit.\"\"\"
+    time.sleep(0.3)
     return f"{service} restarted with {memory_gb} GB"
 
 
@@ -117,7 +121,8 @@ unsubscribe = runtime.bus.subscribe(ark.EventTypes.ANY, events.append)
     md("""
 The chat shows the todo list as it changes and a plan card with **Approve** and
 **Reject** (with a reason) when a plan waits. The cells below decide in code what the
-card's buttons decide, so the notebook also runs top to bottom without clicking.
+card's buttons decide, so the notebook also runs top to bottom without clicking; each
+decides only what still waits, so clicking first and running the cell after is fine too.
 """),
     code("""
 # NBVAL_IGNORE_OUTPUT
@@ -135,36 +140,48 @@ The restart was refused with "plan not approved yet" (a `tool.denied` event), th
 read ran, and the plan now waits for review:
 """),
     code("""
-review = runtime.controller.get_pending_plan_review()
-for item in review.plan.items:
-    print(f"[{item.status}] {item.content}")
+def show_review():
+    review = runtime.controller.get_pending_plan_review()
+    if review is None:
+        print("no plan waits for review")
+        return
+    print("plan version", review.plan.version, "waits for review:")
+    for item in review.plan.items:
+        print(f"  [{item.status}] {item.content}")
+
+
+show_review()
 """),
     md("""
 While a plan waits, new input is refused: the review must be decided first.
 """),
     code("""
-try:
-    runtime.start("Something else")
-except ark.ArkError as error:
-    print(error.layer, error.code)
+if runtime.controller.get_pending_plan_review() is not None:
+    try:
+        runtime.start("Something else")
+    except ark.ArkError as error:
+        print(error.layer, error.code)
 """),
     md("""
 ## Reject with a reason
 
 The model gets the rejection as the `write_todos` result, with your reason, and
-proposes a revised plan, which waits for review in turn.
-"""),
-    code("""
-decision = await runtime.controller.reject_plan("Check the memory use first, and raise the limit.")
-print("ok:", decision.ok, "| decision:", decision.decision)
-result = await runtime.current_run
-print("stop_reason:", result.stop_reason)
-print("the model read:", model.requests[-1].messages[-1].text)
+proposes a revised plan, version 2, which waits for review in turn. (Clicked **Reject**
+on the card already? Then version 1 no longer waits, and this cell rejects nothing.)
 """),
     code("""
 review = runtime.controller.get_pending_plan_review()
-for item in review.plan.items:
-    print(f"[{item.status}] {item.content}")
+if review is not None and review.plan.version == 1:  # the first plan still waits
+    decision = await runtime.controller.reject_plan("Check the memory use first, and raise the limit.")
+    print("ok:", decision.ok, "| decision:", decision.decision)
+if runtime.current_run is not None:
+    await runtime.current_run
+print("stop_reason:", runtime.last_result.stop_reason)
+answer = next((m.text for m in runtime.history if m.role == "tool" and m.tool_call_id == "t1"), "(nothing yet)")
+print("the model read:", answer)
+"""),
+    code("""
+show_review()
 """),
     md("""
 ## Approve
@@ -173,8 +190,11 @@ Approving lets the run go on: the plan is saved as `state.plan`, the other tools
 from now on, and status updates of the approved items need no new review.
 """),
     code("""
-decision = await runtime.controller.approve_plan()
-result = await runtime.current_run
+if runtime.controller.get_pending_plan_review() is not None:  # approved on the card already? nothing waits
+    decision = await runtime.controller.approve_plan()
+if runtime.current_run is not None:
+    await runtime.current_run
+result = runtime.last_result
 print("stop_reason:", result.stop_reason)
 print(result.final_message.text)
 """),

@@ -25,6 +25,7 @@ Three capabilities for longer work, each installed with one keyword:
 Everything runs on the scripted model: no API key needed.
 """),
     code("""
+import asyncio
 import json
 import tempfile
 
@@ -155,31 +156,34 @@ approval; the parent pauses too, and its chat shows the child's approval card as
 `delegate_task` call, which answers with the child's final text.
 
 The child's work appears as a collapsible card inside the `delegate_task` card, and in
-the timeline its spans are nested under that call.
+the timeline below the chat its spans are nested under that call, as they happen.
 """),
     code("""
 cleared = []
 
 
 @ark.tool(risk="dangerous")
-def clear_cache(path: str) -> str:
+async def clear_cache(path: str) -> str:
     \"\"\"Delete a cache folder.\"\"\"
+    await asyncio.sleep(0.3)  # deleting takes a moment: the timeline's bar for it has a width
     cleared.append(path)
     return f"cleared {path} (1.2 GB freed)"
 
 
 storage = ark.FileStateStorage(f"{workdir}/state")
+# Small delays between streamed chunks give the model calls real widths in the timeline.
 cleaner_model = ark.ScriptedModel([
-    ark.ScriptedTurn(text="Clearing the build cache.", tool_calls=[call("k1", "clear_cache", path="/var/cache/build")]),
-    "Cleared /var/cache/build: 1.2 GB freed.",
+    ark.ScriptedTurn(text=["Clearing ", "the build ", "cache."], chunk_delay=0.05,
+                     tool_calls=[call("k1", "clear_cache", path="/var/cache/build")]),
+    ark.ScriptedTurn(text=["Cleared /var/cache/build: ", "1.2 GB ", "freed."], chunk_delay=0.05),
 ])
 cleaner = ark.SubAgent("cleaner", "Frees disk space by clearing caches. Tell it which folder.",
                        lambda session_id: ark.AgentRuntime(cleaner_model, tools=[clear_cache], storage=storage,
                                                            session_id=session_id))
 parent_model = ark.ScriptedModel([
-    ark.ScriptedTurn(text="I'll ask the cleaner.",
+    ark.ScriptedTurn(text=["I'll ", "ask the ", "cleaner."], chunk_delay=0.05,
                      tool_calls=[call("d1", "delegate_task", agent="cleaner", task="Clear /var/cache/build.")]),
-    "Done: the cleaner freed 1.2 GB in /var/cache/build.",
+    ark.ScriptedTurn(text=["Done: the cleaner freed ", "1.2 GB in ", "/var/cache/build."], chunk_delay=0.05),
 ])
 ops = ark.AgentRuntime(parent_model, storage=storage, session_id="ops", subagents=[cleaner])
 """),
@@ -187,6 +191,14 @@ ops = ark.AgentRuntime(parent_model, storage=storage, session_id="ops", subagent
 # NBVAL_IGNORE_OUTPUT
 chat = ark.ChatWidget(ops)
 chat
+"""),
+    md("""
+A timeline shows what happens while it is open, so open it before the run starts:
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+timeline = ark.TimelineWidget(ops)
+timeline
 """),
     code("""
 handle = ops.start("The build server is out of disk space.")
@@ -216,15 +228,18 @@ print("child session:", child.session_id, "| ended:", child.last_stop_reason)
 for message in child.history:
     print(f"{message.role:>9}: {message.text or message.tool_calls[0].name}")
 """),
+    md("""
+The timeline above now holds both sessions: the parent's `delegate_task` span with the
+child's run (`ops.cleaner.1`) nested under it, its model calls and its `clear_cache`,
+including the wait for your approval. Another view of the same timeline shows the same:
+"""),
     code("""
 # NBVAL_IGNORE_OUTPUT
-ark.TimelineWidget(ops)
+timeline
 """),
     md("""
-The timeline above was opened after the run, so it shows nothing yet: a timeline shows
-what happens while it is open (or a saved trace). Events of the child carry
-`parent_run_id` and `parent_call_id`, which is how the timeline and the chat nest
-them:
+Events of the child carry `parent_run_id` and `parent_call_id`, which is how the
+timeline and the chat nest them:
 """),
     code("""
 events = []
