@@ -23,7 +23,7 @@ from typing import Any
 from ..domain import ErrorCode, invalid_argument
 from ..events import AgentEvent
 from ._event_codec import event_dict, event_from_dict
-from ._files import FileKind, as_path, check_header, iter_jsonl, now_iso, write_lines_atomically
+from ._files import FileKind, as_path, check_header, iter_jsonl, now_iso, too_deep, write_lines_atomically
 
 __all__ = ["TRACE_VERSION", "from_jsonl", "to_jsonl"]
 
@@ -83,6 +83,8 @@ def from_jsonl(path: str | os.PathLike[str]) -> list[AgentEvent]:
             events.append(event_from_dict(value))
         except ValueError as exc:
             raise TRACE.error(source, number, str(exc)) from None
+        except RecursionError:
+            raise too_deep(source, TRACE, number) from None
     if first:
         raise TRACE.error(source, 1, "the file is empty")
     if declared is not None and declared != len(events):
