@@ -48,8 +48,8 @@ def test_deeply_nested_yaml_front_matter_is_a_load_error_naming_file_and_line(tm
         extra = "deep: " + "[" * depth + "]" * depth + "\n"
         line = 4
     else:
-        extra = "deep:\n" + "".join(" " * i + "- \n" for i in range(1, 3000))
-        line = 4
+        extra = "deep:\n  " + "- " * 5000 + "x\n"
+        line = 5
     _skill(tmp_path / "deep", front_extra=extra)
     _skill(tmp_path / "fine", name="fine")
     report = ark.load_skills(tmp_path)
