@@ -4,7 +4,12 @@
 span with a ``chat {model}`` span per model call and an ``execute_tool {name}`` span
 per tool call below it. Hook decisions become ``arknb.hook.decision`` span events and
 approval events events named after their type (``arknb.approval.required``, ...), on
-an ``arknb.approval`` span that lasts while the batch waits for a person. Attribute
+an ``arknb.approval`` span that lasts while the batch waits for a person. A run's
+continuation after its approvals is a child span of the run it continues (and linked to
+it), so a paused run and its continuations are one trace; across processes (a restore in
+a new kernel) the continuation starts a trace of its own, naming the run it continues in
+``arknb.resume.previous_run_id``. A model call that failed carries the provider's error
+on its own span (status and an ``exception`` event). Attribute
 names are the ``opentelemetry-semantic-conventions`` package's constants. Message
 contents (prompts, answers, tool arguments and results, hook before/after values)
 are recorded only with ``capture_content=True``.
@@ -188,6 +193,7 @@ class _Instrumentation:
         if self.agent_name:
             attributes[_gen_ai.GEN_AI_AGENT_NAME] = self.agent_name
         links = []
+        parent = None
         if event.type == EventTypes.AGENT_RESUMED:
             attributes["arknb.resume.reason"] = str(p.get("reason") or "")
             previous = p.get("previous_run_id")
@@ -195,12 +201,15 @@ class _Instrumentation:
                 attributes["arknb.resume.previous_run_id"] = str(previous)
                 prior = self.ended.get(previous)
                 if prior is not None:
+                    # One trace per run, continuations included (issue 26): the continuation's
+                    # span is a child of the span of the run it continues, and linked to it.
                     links.append(Link(prior.get_span_context()))
+                    parent = _trace.set_span_in_context(prior)
         elif self.capture and p.get("input") is not None:
             attributes[_gen_ai.GEN_AI_INPUT_MESSAGES] = _json(p.get("input"))
         name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
-        span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes, links=links,
-                                      start_time=_ns(event))
+        span = self.tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                                      links=links, start_time=_ns(event))
         self.runs[event.run_id] = _Run(span)
 
     def _start_model(self, event: AgentEvent) -> None:
@@ -351,12 +360,20 @@ class _Instrumentation:
             span.set_attribute(_gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS, int(usage.get("output_tokens") or 0))
         error = p.get("error") if isinstance(p.get("error"), dict) else None
         failed = outcome == "error"
-        for child in [run.model, *run.tools.values()]:
-            if child is None:
-                continue
+        code, message = (error or {}).get("code"), str((error or {}).get("message") or "")
+        if run.model is not None:
+            # The model call the run failed in: its span carries the provider's own error.
+            run.model.set_attribute("arknb.unfinished", True)
+            if failed:
+                self._fail(run.model, code, message or "the run ended before this call finished")
+                if message:
+                    run.model.add_event("exception", {"exception.type": str(code or "error"),
+                                                      "exception.message": message}, timestamp=end)
+            run.model.end(end_time=end)
+        for child in run.tools.values():
             child.set_attribute("arknb.unfinished", True)
             if failed:
-                self._fail(child, (error or {}).get("code"), "the run ended before this call finished")
+                self._fail(child, code, "the run ended before this call finished")
             child.end(end_time=end)
         if failed:
             self._fail(span, (error or {}).get("code"), str((error or {}).get("message") or stop or "the run failed"))
