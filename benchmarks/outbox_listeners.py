@@ -46,7 +46,7 @@ def _script(turns: int) -> list:
         id=f"c{i}", name="add", arguments_json=f'{{"a": {i}, "b": 2}}')]) for i in range(turns)] + ["done"]
 
 
-async def _one(kind: str, turns: int) -> tuple[float, int, int, int]:
+async def _one(kind: str, turns: int) -> tuple[float, float, int, int, int]:
     folder = Path(tempfile.mkdtemp(prefix="arknb-outbox-bench-"))
     store = ark.SQLiteStore(folder / "s.db")
     bus = ark.EventBus(max_pending=8, callback_timeout=0.05)
@@ -63,12 +63,13 @@ async def _one(kind: str, turns: int) -> tuple[float, int, int, int]:
             await asyncio.sleep(1.0)
         bus.subscribe("*", slow)
     try:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = await runtime.run("go")
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
         assert result.stop_reason == "completed", result
         events = len(await store.read_events("s"))
-        return elapsed, store.commits, events, bus.dropped
+        return elapsed, cpu, store.commits, events, bus.dropped
     finally:
         await runtime.aclose()
         await store.aclose()
@@ -78,19 +79,23 @@ async def _one(kind: str, turns: int) -> tuple[float, int, int, int]:
 async def main_async(turns: int, rounds: int) -> str:
     kinds = ["bare", "quick sync", "slow sync (1 ms)", "slow async (1 s)"]
     times: dict[str, list[float]] = {k: [] for k in kinds}
+    cpus: dict[str, list[float]] = {k: [] for k in kinds}
     extra: dict[str, tuple[int, int, int]] = {}
     for _ in range(rounds):
         for kind in kinds:
-            elapsed, commits, events, dropped = await _one(kind, turns)
+            elapsed, cpu, commits, events, dropped = await _one(kind, turns)
             times[kind].append(elapsed)
+            cpus[kind].append(cpu)
             extra[kind] = (commits, events, dropped)
     base = statistics.median(times["bare"])
-    lines = ["| subject | median ms | ratio to bare | commits/run | outbox events/run | bus.dropped |",
-             "|---|--:|--:|--:|--:|--:|"]
+    base_cpu = statistics.median(cpus["bare"])
+    lines = ["| subject | median wall ms | ratio to bare | median CPU ms | CPU ratio | commits/run | outbox events/run "
+             "| bus.dropped |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for kind in kinds:
-        median = statistics.median(times[kind])
+        median, cpu = statistics.median(times[kind]), statistics.median(cpus[kind])
         commits, events, dropped = extra[kind]
-        lines.append(f"| {kind} | {median * 1000:.1f} | {median / base:.2f} | {commits} | {events} | {dropped} |")
+        lines.append(f"| {kind} | {median * 1000:.1f} | {median / base:.2f} | {cpu * 1000:.1f} | {cpu / base_cpu:.2f} "
+                     f"| {commits} | {events} | {dropped} |")
     return f"{turns} turns, {rounds} rounds (SQLite)\n\n" + "\n".join(lines) + "\n"
 
 

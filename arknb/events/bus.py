@@ -5,10 +5,12 @@ the publisher or the other listeners, and the payload they get is read-only all 
 way down, so none can change what the others see (DESIGN §4). Hooks, not listeners,
 change a run.
 
-A listener can never slow the run down (DESIGN §13): a sync listener is called in line
-(it must be quick: the widgets' and the outbox's listeners are), an async one runs as a
-task with a bounded number of deliveries in flight (``max_pending``) and a time limit
-per callback (``callback_timeout``). What a slow or stuck async listener cannot take is
+What a listener costs the run: a **sync** listener is called in line, on the event loop,
+so its time is the run's time and nothing bounds or drops it (a 1 ms sync listener made a
+20-turn SQLite run 4-5x slower in ``benchmarks/outbox_listeners.py``): keep sync listeners
+quick (the widgets' are) and do slow work in an async one. An **async** listener never
+slows the run (DESIGN §13): it runs as a task with a bounded number of deliveries in
+flight (``max_pending``) and a time limit per callback (``callback_timeout``). What a slow or stuck async listener cannot take is
 dropped and counted (:attr:`EventBus.dropped`, and a ``bus.dropped`` event through
 :attr:`EventBus.on_dropped`); the outbox of a durable session still has every event.
 
