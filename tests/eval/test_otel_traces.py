@@ -119,3 +119,42 @@ async def test_an_otlp_receiver_gets_the_paused_run_and_its_continuations_in_one
     assert len({s.trace_id for s in got}) == 1
     roots = [s for s in got if not s.parent_span_id]
     assert [s.name for s in roots] == ["invoke_agent"]
+
+
+async def test_a_continuation_restored_in_another_process_joins_the_runs_trace(tmp_path):
+    # Two instrumentations, two providers, two runtimes on one saved session: what two
+    # kernels (the one that paused, the one that restored and approved) export.
+    storage = ark.FileStateStorage(tmp_path / "states")
+    first_export, second_export = InMemorySpanExporter(), InMemorySpanExporter()
+    first_provider, second_provider = TracerProvider(), TracerProvider()
+    first_provider.add_span_processor(SimpleSpanProcessor(first_export))
+    second_provider.add_span_processor(SimpleSpanProcessor(second_export))
+    model = ark.ScriptedModel([ark.ScriptedTurn(tool_calls=[ark.ToolCall(
+        id="w1", name="wipe", arguments_json='{"path": "/a"}')])])
+    first = ark.AgentRuntime(model, tools=[wipe], storage=storage, session_id="s1")
+    ev.otel.instrument(first, tracer_provider=first_provider)
+    assert (await first.run("wipe /a")).stop_reason == "awaiting_approval"
+    await first.aclose()
+
+    second = await ark.AgentRuntime.restore("s1", storage=storage, model=ark.ScriptedModel(["wiped"]), tools=[wipe])
+    ev.otel.instrument(second, tracer_provider=second_provider)
+    [item] = second.state.pending_approval.items
+    assert (await second.controller.approve(item.approval_id)).ok
+    assert (await second.current_run.wait()).stop_reason == "completed"
+    await second.aclose()
+    first_provider.shutdown()
+    second_provider.shutdown()
+    [paused] = [s for s in first_export.get_finished_spans() if s.name == "invoke_agent"]
+    [continued] = [s for s in second_export.get_finished_spans() if s.name == "invoke_agent"]
+    assert paused.parent is None
+    assert continued.context.trace_id == paused.context.trace_id
+    assert continued.parent.span_id == paused.context.span_id
+    assert {s.context.trace_id for s in second_export.get_finished_spans()} == {paused.context.trace_id}
+    # and two different runs are two traces
+    other = ark.AgentRuntime(ark.ScriptedModel(["hi"]))
+    third_export, third_provider = InMemorySpanExporter(), TracerProvider()
+    third_provider.add_span_processor(SimpleSpanProcessor(third_export))
+    ev.otel.instrument(other, tracer_provider=third_provider)
+    await other.run("hello")
+    third_provider.shutdown()
+    assert {s.context.trace_id for s in third_export.get_finished_spans()}.isdisjoint({paused.context.trace_id})
