@@ -207,6 +207,10 @@ def summary(event: Mapping[str, Any]) -> str:
     if etype == "skill.activated":
         tools = p.get("tools") if isinstance(p.get("tools"), (list, tuple)) else ()
         return _join(f"skill {p.get('name') or '?'}", f"{len(tools)} tools" if tools else "")
+    if etype == "skill.skipped":
+        clashes = [str(c) for c in p.get("clashes")] if isinstance(p.get("clashes"), (list, tuple)) else []
+        return _join(f"skill {p.get('name') or '?'} skipped",
+                     f"tools named like the runtime's: {', '.join(clashes)}" if clashes else "")
     if etype == "context.compressed":
         return f"context {_n(p.get('before_tokens')):,} → {_n(p.get('after_tokens')):,} tokens"
     if etype == "memory.recorded":
@@ -258,6 +262,6 @@ def status(event: Mapping[str, Any]) -> str:
     if etype == "state.persisted":
         return "error" if p.get("ok") is False else "warn" if p.get("skipped") else ""
     if etype in ("llm.retry", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
-                 "runtime.detached"):
+                 "runtime.detached", "skill.skipped"):
         return "warn"
     return ""
