@@ -10,10 +10,10 @@ session serialise on them, and a commit made with ``sync=False`` uses
 The connection is used from one worker thread (psycopg's blocking API, so the rows code
 is the SQLite store's); pass ``pool=`` (a ``psycopg_pool.ConnectionPool``) to share
 connections between stores. A connection that died while idle (a server restart,
-``idle_session_timeout``, a killed backend), or before its transaction's COMMIT was sent,
-is replaced and the call made again once (the server rolled back whatever it had begun);
-a connection lost again, or during a COMMIT (which may have landed), fails the call and
-the next call reconnects. Every write transaction first checks the
+``idle_session_timeout``, a killed backend) is replaced and the call made again once, as
+the server had answered nothing of it; a connection lost after the server answered (a
+transaction killed while it ran, a COMMIT under way) fails the call honestly, and the
+next call reconnects. Every write transaction first checks the
 database's layout version, so a database a newer arknb upgraded while this store had it
 open is never written by it.
 """
@@ -129,7 +129,7 @@ class PostgresStore(RowStore):
         self._where = "PostgreSQL " + _describe(dsn) if dsn else "PostgreSQL (pool)"
         self._conn: Any = None      # touched only in the worker thread
         self._checked = False
-        self._committing = False    # the current call's write transaction is sending its COMMIT
+        self._answered = False      # the server answered a statement of the current write transaction
         self._written = KNOWN_ROWS.view(self.location)
         self.commits = 0
         self.synced_commits = 0
@@ -153,9 +153,9 @@ class PostgresStore(RowStore):
             except psycopg.OperationalError as exc:
                 if not self._may_retry():
                     raise
-                # The connection died (while idle: a server restart, idle_session_timeout, a
-                # killed backend; or before this transaction's COMMIT): nothing of this call
-                # was committed, so it is made again, once, on a new connection.
+                # The connection died while it sat idle (a server restart, idle_session_timeout,
+                # a killed backend): the server answered nothing of this call, so it is made
+                # again, once, on a new connection.
                 _log.info("%r reconnects: its idle connection had died (%s)", self, str(exc).strip())
                 return self._attempt(work, args, kwargs)
         except ArkError:
@@ -179,7 +179,7 @@ class PostgresStore(RowStore):
     def _attempt(self, work: Callable[..., _T], args: tuple, kwargs: dict) -> _T:
         import psycopg  # noqa: PLC0415
 
-        self._committing = False
+        self._answered = False
         try:
             return work(*args, **kwargs)
         except psycopg.OperationalError:
@@ -187,17 +187,19 @@ class PostgresStore(RowStore):
             raise
 
     def _may_retry(self) -> bool:
-        """True if the failed call may be made again: the connection was lost before its
-        write transaction's COMMIT was sent, so the server rolled it back and nothing of it
-        was committed (a read is always safe). That is a connection that died while idle,
-        or one killed before or during the transaction's statements; the call is made once
-        more, on a new connection. A loss during the COMMIT itself is never retried: the
-        commit may have landed."""
-        return not self._committing
+        """True if the failed call may be made again: the server answered no statement of
+        its write transaction (a read is always safe), so the connection died while it sat
+        idle (a server restart, ``idle_session_timeout``, a killed backend) or before it
+        answered anything: nothing of the call was committed. A connection lost after the
+        server answered (a transaction killed while it ran, a COMMIT under way) fails the
+        call: it may have been killed on purpose, or the commit may have landed."""
+        return not self._answered
 
     def _begin_write(self, conn: Any) -> None:
-        """The first statement of a write transaction: the layout check."""
+        """The first statement of a write transaction: the layout check. From its answer on,
+        the connection was alive, and a loss is not retried."""
         _sql.check_layout(conn, _sql.POSTGRES, PG_LAYOUT_VERSION, self._where)
+        self._answered = True
 
     @contextlib.contextmanager
     def _connection(self):
@@ -240,7 +242,6 @@ class PostgresStore(RowStore):
                 if not sync:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 result = work(conn, _sql.POSTGRES, *args)
-                self._committing = True  # leaving the block sends COMMIT: from here a loss is not retried
         self.commits += 1
         self.synced_commits += sync
         return result
@@ -256,7 +257,6 @@ class PostgresStore(RowStore):
                 if not commit.sync:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 written = _sql.write_commit(conn, _sql.POSTGRES, commit, time.time(), self._written, self._where)
-                self._committing = True  # leaving the block sends COMMIT: from here a loss is not retried
         return self._committed(commit, written)
 
     def _shutdown(self) -> None:
