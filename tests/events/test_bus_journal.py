@@ -112,3 +112,21 @@ async def test_on_a_durable_store_a_listener_hears_an_event_only_once_it_is_in_t
     assert len(checked) > 8 and [c for c in checked if not c[1]] == []
     await runtime.aclose()
     await store.aclose()
+
+
+async def test_run_stream_on_a_durable_store_yields_what_after_run_hooks_announce(tmp_path):
+    # An after_run hook's diagnostic is announced after the run's last commit: it is
+    # committed before the run's task ends, so run_stream (which stops with the task) has it.
+    store = ark.SQLiteStore(tmp_path / "s.db")
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]), storage=store, session_id="s1")
+
+    @runtime.hooks.after_run
+    def broken(ctx):
+        raise RuntimeError("observer failed")
+
+    seen = [event.type async for event in runtime.run_stream("hello")]
+    assert seen[-1] == ark.EventTypes.HOOK_DIAGNOSTIC and ark.EventTypes.AGENT_SUCCESS in seen
+    outbox = [e.type for e in await store.read_events("s1")]
+    assert outbox[-1] == ark.EventTypes.HOOK_DIAGNOSTIC
+    await runtime.aclose()
+    await store.aclose()
