@@ -173,6 +173,12 @@ class ModelInterceptor:
         seam = self._seam
         call = seam.model_calls[request.purpose_key]
         call.hook = None
+        if operation.status is OperationStatus.FAILED:
+            # The model call itself failed (refused, 401, 429, an exhausted script): there
+            # is no response for after_model_call to see, as on a memory store, and the
+            # operation completes with the provider's error as it was recorded.
+            seam.raw.pop(request.purpose_key, None)
+            return Interception()
         live = seam.raw.pop(request.purpose_key, None)
         if live is not None:  # executed in this process: the objects themselves, not their JSON
             response, raw_text, raw_reasoning = live

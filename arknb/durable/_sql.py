@@ -30,7 +30,7 @@ from ._validated_rows import VALIDATED_ROWS
 from .operation import Operation
 from .store import Commit, Lease, lease_lost, owner_is_dead, session_locked, state_conflict
 
-__all__ = ["Dialect", "Written", "acquire_lease", "append_events", "check_lease", "delete_session",
+__all__ = ["Dialect", "Written", "acquire_lease", "append_events", "check_lease", "check_layout", "delete_session",
            "find_operation", "get_operation", "list_operations", "list_sessions", "load_state", "mark_session",
            "read_events", "read_events_before", "release_lease", "renew_lease", "save_state", "write_commit",
            "write_operations"]
@@ -46,6 +46,7 @@ class Dialect:
     ph: str            # the parameter placeholder: "?" or "%s"
     for_update: str    # appended to a SELECT that must lock its row ("" where the transaction locks all)
     name: str
+    for_share: str = ""  # appended to a SELECT whose row must not change before the transaction ends
 
     def q(self, sql: str) -> str:
         """``sql`` written with ``?`` placeholders, in this dialect."""
@@ -53,7 +54,7 @@ class Dialect:
 
 
 SQLITE = Dialect("?", "", "SQLite")
-POSTGRES = Dialect("%s", " FOR UPDATE", "PostgreSQL")
+POSTGRES = Dialect("%s", " FOR UPDATE", "PostgreSQL", " FOR SHARE")
 
 
 def _many(conn: Any, sql: str, rows: list) -> None:
@@ -68,6 +69,23 @@ def _many(conn: Any, sql: str, rows: list) -> None:
 def corrupt(where: str, session_id: str, detail: str) -> ArkError:
     return ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_CORRUPT,
                     f"saved state from session {session_id!r} ({where}) is corrupt: {detail}")
+
+
+# -- the layout under a write --------------------------------------------------------------
+
+
+def check_layout(conn: Any, d: Dialect, expected: int, where: str) -> None:
+    """Refuse to write if the database's layout is no longer the one this store opened:
+    a newer arknb upgraded it while this store had it open (issue 26). Run first in every
+    write transaction; on PostgreSQL the row is locked against an upgrade (``FOR SHARE``)
+    until the transaction ends, on SQLite the write lock already holds it."""
+    row = conn.execute(d.q(f"SELECT value FROM store_meta WHERE key = 'layout_version'{d.for_share}")).fetchone()
+    found = row[0] if row is not None else None
+    if found != str(expected):
+        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STORE_VERSION_UNSUPPORTED,
+                       f"{where} changed layout while this store had it open (layout version {found}, "
+                       f"this arknb writes {expected}): nothing of this transaction was written. "
+                       "Another program upgraded the database; upgrade arknb and open the store again")
 
 
 # -- state -------------------------------------------------------------------------------

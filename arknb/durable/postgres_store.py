@@ -9,12 +9,19 @@ session serialise on them, and a commit made with ``sync=False`` uses
 
 The connection is used from one worker thread (psycopg's blocking API, so the rows code
 is the SQLite store's); pass ``pool=`` (a ``psycopg_pool.ConnectionPool``) to share
-connections between stores. A connection the server dropped is replaced on the next call.
+connections between stores. A connection that died while idle (a server restart,
+``idle_session_timeout``, a killed backend) is replaced and the call made again once, as
+the server had answered nothing of it; a connection lost after the server answered (a
+transaction killed while it ran, a COMMIT under way) fails the call honestly, and the
+next call reconnects. Every write transaction first checks the
+database's layout version, so a database a newer arknb upgraded while this store had it
+open is never written by it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from typing import Any, Callable, TypeVar
 
@@ -30,6 +37,7 @@ from .store import DEFAULT_LEASE_TTL, Commit, check_ttl
 __all__ = ["PG_LAYOUT_STEPS", "PG_LAYOUT_VERSION", "PostgresStore"]
 
 _T = TypeVar("_T")
+_log = logging.getLogger("arknb.durable")
 
 PG_LAYOUT_STEPS: tuple[tuple[str, ...], ...] = (
     # 1: everything SQLite's layouts 1 and 2 hold, in one step.
@@ -121,6 +129,7 @@ class PostgresStore(RowStore):
         self._where = "PostgreSQL " + _describe(dsn) if dsn else "PostgreSQL (pool)"
         self._conn: Any = None      # touched only in the worker thread
         self._checked = False
+        self._answered = False      # the server answered a statement of the current write transaction
         self._written = KNOWN_ROWS.view(self.location)
         self.commits = 0
         self.synced_commits = 0
@@ -139,7 +148,16 @@ class PostgresStore(RowStore):
         import psycopg  # noqa: PLC0415
 
         try:
-            return work(*args, **kwargs)
+            try:
+                return self._attempt(work, args, kwargs)
+            except psycopg.OperationalError as exc:
+                if not self._may_retry():
+                    raise
+                # The connection died while it sat idle (a server restart, idle_session_timeout,
+                # a killed backend): the server answered nothing of this call, so it is made
+                # again, once, on a new connection.
+                _log.info("%r reconnects: its idle connection had died (%s)", self, str(exc).strip())
+                return self._attempt(work, args, kwargs)
         except ArkError:
             raise
         except psycopg.errors.UniqueViolation as exc:  # two first saves of one session raced
@@ -157,6 +175,31 @@ class PostgresStore(RowStore):
         except psycopg.Error as exc:
             raise ArkError(ErrorLayer.STORAGE, code, f"{action} in {self._where}: {str(exc).strip()}",
                            Retryability.CONDITIONAL) from exc
+
+    def _attempt(self, work: Callable[..., _T], args: tuple, kwargs: dict) -> _T:
+        import psycopg  # noqa: PLC0415
+
+        self._answered = False
+        try:
+            return work(*args, **kwargs)
+        except psycopg.OperationalError:
+            self._shutdown()
+            raise
+
+    def _may_retry(self) -> bool:
+        """True if the failed call may be made again: the server answered no statement of
+        its write transaction (a read is always safe), so the connection died while it sat
+        idle (a server restart, ``idle_session_timeout``, a killed backend) or before it
+        answered anything: nothing of the call was committed. A connection lost after the
+        server answered (a transaction killed while it ran, a COMMIT under way) fails the
+        call: it may have been killed on purpose, or the commit may have landed."""
+        return not self._answered
+
+    def _begin_write(self, conn: Any) -> None:
+        """The first statement of a write transaction: the layout check. From its answer on,
+        the connection was alive, and a loss is not retried."""
+        _sql.check_layout(conn, _sql.POSTGRES, PG_LAYOUT_VERSION, self._where)
+        self._answered = True
 
     @contextlib.contextmanager
     def _connection(self):
@@ -195,6 +238,7 @@ class PostgresStore(RowStore):
     def _write_txn(self, work: Callable[..., _T], *args: Any, create: bool = True, sync: bool = True) -> _T | None:
         with self._connection() as conn:
             with conn.transaction():
+                self._begin_write(conn)
                 if not sync:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 result = work(conn, _sql.POSTGRES, *args)
@@ -209,6 +253,7 @@ class PostgresStore(RowStore):
     def _commit(self, commit: Commit) -> int | None:
         with self._connection() as conn:
             with conn.transaction():
+                self._begin_write(conn)
                 if not commit.sync:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 written = _sql.write_commit(conn, _sql.POSTGRES, commit, time.time(), self._written, self._where)

@@ -66,6 +66,10 @@ _log = logging.getLogger("arknb.durable")
 # The fields of an operation that hold what tools, models, hooks and people returned.
 _REDACTED_FIELDS = ("raw_input", "effective_input", "raw_result", "effective_result", "error", "hook_progress")
 
+# Seconds an announced event waits for a commit of the run to carry it to the outbox (and
+# so to its listeners) before it is committed on its own.
+_FLUSH_AFTER = 0.005
+
 # Saves whose content is already durable in committed operations.
 _REBUILDABLE_SAVES = frozenset({"after_model_text", "after_tool_batch"})
 
@@ -159,9 +163,13 @@ class DurableInvocations(ToolOperations):
         self.bus.set_interceptor(ModelInterceptor(self), event_type=MODEL_CALL)
         self.bus.set_interceptor(ToolInterceptor(self), event_type=TOOL_CALL)
         self.bus.freeze()
-        # The outbox listens to every type but llm.chunk, type by type, so that the
-        # runtime still skips building chunk events nobody else wants.
-        self._unsubscribe = [scope.bus.subscribe(t, self._stage) for t in EventTypes.ALL if kept_in_outbox(t)]
+        # The outbox is the bus's journal for every type but llm.chunk (so the runtime still
+        # skips building chunk events nobody else wants): it sees each event first, and
+        # listeners get it only after the commit that holds it (issue 26: after a SIGKILL,
+        # every event a listener received is in the outbox).
+        self._in_flight = 0            # commits under way
+        self._flush_soon = False       # a commit of waiting events is scheduled
+        self._unsubscribe = [scope.bus.add_journal(self._stage, [t for t in EventTypes.ALL if kept_in_outbox(t)])]
 
     # -- ownership -------------------------------------------------------------------------
 
@@ -205,11 +213,11 @@ class DurableInvocations(ToolOperations):
     async def aclose(self) -> None:
         """Release the lease (when no other runtime of this process uses it) and stop the
         bus (operations stay as committed)."""
-        for unsubscribe in self._unsubscribe:
-            unsubscribe()
-        self._unsubscribe = []
         with contextlib.suppress(Exception):
-            await self.flush()
+            await self.flush()  # first: what the journal holds is committed, then delivered
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()  # (delivers anything still held)
+        self._unsubscribe = []
         await self.bus.close()
         if self._renewer is not None:
             self._renewer.cancel()
@@ -223,9 +231,35 @@ class DurableInvocations(ToolOperations):
 
     # -- commits ---------------------------------------------------------------------------
 
-    def _stage(self, event: AgentEvent) -> None:
-        if event.session_id == self.session_id:
-            self._events.append(event)
+    def _stage(self, event: AgentEvent) -> bool:
+        """The journal: keep ``event`` for the next commit; True holds it from listeners
+        until that commit is made (see :meth:`_commit`)."""
+        if event.session_id != self.session_id or self.lost is not None:
+            return False
+        self._events.append(event)
+        if not self._flush_soon:
+            # Most events ride a commit the run makes within moments; one announced when
+            # none follows (an approval's decision, a tool's long run after its tool.before)
+            # is committed on its own a few milliseconds later.
+            self._flush_soon = True
+            with contextlib.suppress(RuntimeError):  # no running loop: the next commit takes it
+                asyncio.get_running_loop().call_later(_FLUSH_AFTER, self._flush_if_idle)
+        return True
+
+    def _flush_if_idle(self) -> None:
+        self._flush_soon = False
+        if self._events and not self._in_flight and self.lost is None and self._unsubscribe:
+            asyncio.get_running_loop().create_task(self._flush_events(), name="arknb-outbox")
+
+    async def _flush_events(self) -> None:
+        if not self._events or self._in_flight:
+            return  # a commit began meanwhile: it takes them
+        try:
+            await self._commit(sync=False, carry_save=False)
+        except Exception as exc:  # noqa: BLE001 - the store refuses: listeners must not wait forever
+            _log.warning("could not commit the outbox of %s, its events are delivered uncommitted: %s",
+                         self.session_id, exc)
+            self.scope.bus.release_all()
 
     def stage(self, operation: Operation) -> None:
         """Keep ``operation`` to be written with the next commit (the bus knows it at once)."""
@@ -239,12 +273,27 @@ class DurableInvocations(ToolOperations):
             await self._commit(sync=False)
 
     async def _commit(self, *, state: AgentState | None = None, operations: tuple[Operation, ...] = (),
-                      sync: bool = True, base: int | None = None, decided: tuple[Operation, ...] = ()) -> int | None:
-        """One transaction: ``state`` (or a held-back save), ``operations``, what is staged
-        and the pending events. ``decided`` (a person's decisions) commit with it or not at
-        all: never kept for a later commit, whose state would not say they were taken."""
+                      sync: bool = True, base: int | None = None, decided: tuple[Operation, ...] = (),
+                      carry_save: bool = True) -> int | None:
+        """One transaction: ``state`` (or a held-back save, unless ``carry_save`` is false),
+        ``operations``, what is staged and the pending events, which listeners then get.
+        ``decided`` (a person's decisions) commit with it or not at all: never kept for a
+        later commit, whose state would not say they were taken."""
+        self._in_flight += 1
+        try:
+            return await self._commit_once(state, operations, sync, base, decided, carry_save)
+        finally:
+            self._in_flight -= 1
+            if self._events and not self._in_flight and not self._flush_soon:
+                # Events announced while the commit was under way wait for the next one.
+                self._flush_soon = True
+                with contextlib.suppress(RuntimeError):
+                    asyncio.get_running_loop().call_later(_FLUSH_AFTER, self._flush_if_idle)
+
+    async def _commit_once(self, state: AgentState | None, operations: tuple[Operation, ...], sync: bool,
+                           base: int | None, decided: tuple[Operation, ...], carry_save: bool) -> int | None:
         await self._ensure_open()
-        if state is None and self._pending is not None:
+        if state is None and self._pending is not None and carry_save:
             state, base = self._pending, self._stored  # a held-back save rides along
         staged, self._staged = self._staged, {}
         if staged:
@@ -270,8 +319,10 @@ class DurableInvocations(ToolOperations):
                     self._staged.setdefault(operation.operation_id, operation)
             if isinstance(exc, ArkError) and exc.code == ErrorCode.LEASE_LOST:
                 self.lost = exc
+                self._events.clear()  # another owner's outbox now: never written by this one
                 self.scope.bus.publish(AgentEvent("", EventTypes.RUNTIME_DETACHED, self.session_id, "", 0,
                                                   self.scope.clock(), {"reason": "lease_lost"}))
+                self.scope.bus.release_all()
             if isinstance(exc, ArkError) and exc.code == ErrorCode.STATE_CONFLICT:
                 self._pending, self._stored = None, None
             raise
@@ -279,6 +330,7 @@ class DurableInvocations(ToolOperations):
             self._stored, self._pending = revision, None
         for operation in decided:
             self.bus.remember(operation)
+        self.scope.bus.committed(events)  # now, and only now, the listeners hear of them
         return revision
 
     def _redacted(self, operation: Operation) -> Operation:
@@ -363,7 +415,9 @@ class DurableInvocations(ToolOperations):
         try:
             await self._commit(sync=True)
         except ArkError as exc:  # the run's result already says what failed; events wait for the next commit
-            _log.warning("could not commit the outbox of %s: %s", self.session_id, exc)
+            _log.warning("could not commit the outbox of %s, its events are delivered uncommitted: %s",
+                         self.session_id, exc)
+            self.scope.bus.release_all()  # the run's end must reach its listeners all the same
 
     # -- model calls -------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ from arknb.state import AgentState, validate_session_id
 from . import _sql
 from ._known_rows import KNOWN_ROWS
 from ._row_store import RowStore
-from ._database import is_damaged, open_database, set_synchronous, transaction
+from ._database import LAYOUT_VERSION, is_damaged, open_database, set_synchronous, transaction
 from .store import DEFAULT_LEASE_TTL, Commit, check_ttl
 
 __all__ = ["SQLiteStore"]
@@ -306,6 +306,7 @@ class SQLiteStore(RowStore):
             return None
         self._sync(conn, sync)
         with transaction(conn, write=True):
+            _sql.check_layout(conn, _sql.SQLITE, LAYOUT_VERSION, self._where)
             result = work(conn, _sql.SQLITE, *args)
         self.commits += 1
         self.synced_commits += sync
@@ -327,6 +328,7 @@ class SQLiteStore(RowStore):
     def _write_commit(self, conn: sqlite3.Connection, commit: Commit) -> _sql.Written | None:
         """``commit``'s rows in one write transaction on ``conn`` (the worker's or the in-line one)."""
         with transaction(conn, write=True):
+            _sql.check_layout(conn, _sql.SQLITE, LAYOUT_VERSION, self._where)
             return _sql.write_commit(conn, _sql.SQLITE, commit, time.time(), self._written, self._where)
 
     def _sync(self, conn: sqlite3.Connection, full: bool) -> None:

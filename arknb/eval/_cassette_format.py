@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from ..domain import ArkError, ErrorCode, ModelRequest, StreamingEvent, StreamingEventAdapter
 from ..domain.errors import ErrorInfo
-from ._files import FileKind, canonical_json, check_header, iter_jsonl, now_iso
+from ._files import FileKind, canonical_json, check_header, iter_jsonl, now_iso, too_deep
 
 __all__ = ["CASSETTE", "CassetteRecord", "RequestHasher", "append_record", "header_line", "load_records"]
 
@@ -136,7 +136,10 @@ def load_records(path: Path) -> tuple[dict[str, Any], list[CassetteRecord], bool
         if header is None:
             header = check_header(path, CASSETTE, number, value)
             continue
-        records.append(_record(path, number, value, len(records) + 1))
+        try:
+            records.append(_record(path, number, value, len(records) + 1))
+        except RecursionError:
+            raise too_deep(path, CASSETTE, number) from None
     if header is None:
         raise CASSETTE.error(path, 1, "the file is empty: expected the header "
                                       f"{{\"arknb_cassette\": {CASSETTE_VERSION}, ...}}")

@@ -42,5 +42,11 @@ def event_from_dict(data: Any) -> AgentEvent:
     event_id = data.get("event_id", "")
     if not isinstance(event_id, str):
         raise ValueError(f"event field 'event_id' must be a string, got {event_id!r}")
+    parents = {}
+    for key in ("parent_run_id", "parent_call_id"):  # a sub-agent's events name the call that ran it
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"event field {key!r} must be a string, got {value!r}")
+        parents[key] = value
     return AgentEvent(type=data["type"], session_id=data["session_id"], run_id=data["run_id"], sequence=sequence,
-                      timestamp=float(timestamp), payload=dict(payload), event_id=event_id)
+                      timestamp=float(timestamp), payload=dict(payload), event_id=event_id, **parents)

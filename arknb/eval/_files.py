@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -20,7 +22,8 @@ from ..domain import ArkError, ErrorCode, ErrorLayer, invalid_argument
 from ..state import SecretLint, environment_secrets
 
 __all__ = [
-    "FileKind", "as_path", "canonical_json", "check_header", "export_lint", "iter_jsonl", "now_iso", "write_lines_atomically",
+    "FileKind", "as_path", "canonical_json", "check_header", "export_lint", "file_type", "iter_jsonl", "now_iso",
+    "too_deep", "write_lines_atomically",
 ]
 
 
@@ -76,14 +79,7 @@ def iter_jsonl(path: Path, kind: FileKind, *, tolerate_torn_tail: bool = False,
     file has been read to the end, ``stats`` (if given) holds ``lines`` (how many) and
     ``torn`` (whether such a line was skipped).
     """
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
-        raise missing_file(path, kind) from None
-    except IsADirectoryError:
-        raise kind.error(path, None, "is a folder, not a file") from None
-    except OSError as exc:
-        raise ArkError(ErrorLayer.STORAGE, kind.corrupt, f"{kind.noun} {path} cannot be read: {exc}") from None
+    handle = _open_regular(path, kind)
     with handle:
         number = 0
         pending: tuple[int, bytes] | None = None
@@ -110,6 +106,49 @@ def iter_jsonl(path: Path, kind: FileKind, *, tolerate_torn_tail: bool = False,
             stats.update(lines=number, torn=torn)
 
 
+def _open_regular(path: Path, kind: FileKind):
+    """``path`` opened for reading, once ``os.stat`` says it is a regular file: a FIFO or a
+    device would block the open or the read for ever (issue 26), so it is refused first."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise missing_file(path, kind) from None
+    except OSError as exc:
+        raise ArkError(ErrorLayer.STORAGE, kind.corrupt, f"{kind.noun} {path} cannot be read: {exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise kind.error(path, None, "is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise kind.error(path, None, f"is not a regular file (it is {file_type(info.st_mode)}): it was not opened")
+    try:
+        # O_NONBLOCK: were it swapped for a FIFO since the stat, the open would not wait.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ArkError(ErrorLayer.STORAGE, kind.corrupt, f"{kind.noun} {path} cannot be read: {exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise kind.error(path, None, "is not a regular file: it was not read")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def file_type(mode: int) -> str:
+    """What a non-regular file is, for messages."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def too_deep(path: Path, kind: FileKind, number: int | None) -> ArkError:
+    """The corrupt error of a line nested deeper than Python can read."""
+    return kind.error(path, number, "nests its JSON values too deeply to be read (deeper than Python's "
+                                    f"recursion limit of {sys.getrecursionlimit()} allows)")
+
+
 def _parse(path: Path, kind: FileKind, number: int, raw: bytes) -> tuple[int, Any]:
     try:
         text = raw.decode("utf-8")
@@ -118,6 +157,8 @@ def _parse(path: Path, kind: FileKind, number: int, raw: bytes) -> tuple[int, An
     text = text.rstrip("\r\n")  # parsed without its line end: a cut line then reads as cut, not as a bad character
     try:
         return number, json.loads(text)
+    except RecursionError:
+        raise too_deep(path, kind, number) from None
     except json.JSONDecodeError as exc:
         if exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip()):
             raise kind.error(path, number, f"is not valid JSON: it is cut short, the text ends inside a value "

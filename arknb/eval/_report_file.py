@@ -19,7 +19,7 @@ from typing import Any
 from ..domain import ErrorCode, Usage
 from ..domain.errors import ErrorInfo
 from ._event_codec import event_from_dict
-from ._files import FileKind, as_path, check_header, iter_jsonl, now_iso, write_lines_atomically
+from ._files import FileKind, as_path, check_header, iter_jsonl, now_iso, too_deep, write_lines_atomically
 from ._spool import EventSpool
 from .grading import Grade
 from .report import RunRecord, SuiteReport, build_row, new_case_data
@@ -160,6 +160,8 @@ def read_report(path: str | os.PathLike[str]) -> SuiteReport:
             data.runs = [_run(r, i, spool) for i, r in enumerate(runs)]
         except ValueError as exc:
             raise REPORT.error(source, number, str(exc)) from None
+        except RecursionError:
+            raise too_deep(source, REPORT, number) from None
         names.add(name)
         cases.append(data)
     if header is None:

@@ -4,7 +4,14 @@
 span with a ``chat {model}`` span per model call and an ``execute_tool {name}`` span
 per tool call below it. Hook decisions become ``arknb.hook.decision`` span events and
 approval events events named after their type (``arknb.approval.required``, ...), on
-an ``arknb.approval`` span that lasts while the batch waits for a person. Attribute
+an ``arknb.approval`` span that lasts while the batch waits for a person. A run's
+continuation after its approvals is a child span of the run it continues (and linked to
+it), so a paused run and its continuations are one trace. Across processes (a restore in
+a new kernel) too: the span of a run's first part gets ids derived from the session and
+run ids, and a continuation whose process never saw that span names it as its parent by
+the same derivation (with the SDK's tracer; it is a child of a span the backend got from
+the first process, if that process was instrumented). A model call that failed carries the provider's error
+on its own span (status and an ``exception`` event). Attribute
 names are the ``opentelemetry-semantic-conventions`` package's constants. Message
 contents (prompts, answers, tool arguments and results, hook before/after values)
 are recorded only with ``capture_content=True``.
@@ -20,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -32,7 +40,7 @@ try:
     from opentelemetry import trace as _trace
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
     from opentelemetry.semconv.attributes import error_attributes as _error
-    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+    from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 except ImportError as _missing:  # the optional extra is not installed
     _IMPORT_ERROR: ImportError | None = _missing
 else:
@@ -83,6 +91,34 @@ def _model_name(model: Any) -> str | None:
     return None
 
 
+def _run_ids(session_id: str, run_id: str) -> tuple[int, int]:
+    """The (trace id, span id) of the span of a run's first part, derived from its ids: a
+    continuation in another process (a restore) names that span as its parent."""
+    digest = hashlib.sha256(f"arknb-run:{session_id}:{run_id}".encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+class _RunIds:
+    """Our tracer's id generator, with one addition: the next root span (a run's first
+    part) gets the ids :func:`_run_ids` derives, once, when ``pending`` is set."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.pending: tuple[int, int] | None = None
+
+    def generate_trace_id(self) -> int:
+        return self.pending[0] if self.pending is not None else self.inner.generate_trace_id()
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the generator's interface (is_trace_id_random, ...)
+        return getattr(self.inner, name)
+
+    def generate_span_id(self) -> int:
+        if self.pending is not None:
+            span_id, self.pending = self.pending[1], None
+            return span_id
+        return self.inner.generate_span_id()
+
+
 @dataclass
 class _Run:
     span: Any
@@ -95,6 +131,12 @@ class _Instrumentation:
 
     def __init__(self, runtime: Any, tracer: Any, capture_content: bool, agent_name: str | None) -> None:
         self.tracer = tracer
+        # The SDK's tracer makes ids through its id_generator: ours derives a run's first
+        # span's ids (see _run_ids). Another tracer (no SDK): continuations link in-process only.
+        inner = getattr(tracer, "id_generator", None)
+        self.ids = _RunIds(inner) if inner is not None else None
+        if self.ids is not None:
+            tracer.id_generator = self.ids
         self.capture = capture_content
         self.agent_name = agent_name
         self.provider = _provider_name(runtime.model)
@@ -188,6 +230,7 @@ class _Instrumentation:
         if self.agent_name:
             attributes[_gen_ai.GEN_AI_AGENT_NAME] = self.agent_name
         links = []
+        parent = None
         if event.type == EventTypes.AGENT_RESUMED:
             attributes["arknb.resume.reason"] = str(p.get("reason") or "")
             previous = p.get("previous_run_id")
@@ -195,12 +238,29 @@ class _Instrumentation:
                 attributes["arknb.resume.previous_run_id"] = str(previous)
                 prior = self.ended.get(previous)
                 if prior is not None:
+                    # One trace per run, continuations included (issue 26): the continuation's
+                    # span is a child of the span of the run it continues, and linked to it.
                     links.append(Link(prior.get_span_context()))
+                    parent = _trace.set_span_in_context(prior)
+                elif self.ids is not None:
+                    # Continued in another process (a restore): the parent is the span of the
+                    # run's first part, whose ids the first process derived the same way.
+                    trace_id, span_id = _run_ids(event.session_id, str(previous))
+                    remote = SpanContext(trace_id, span_id, is_remote=True,
+                                         trace_flags=TraceFlags(TraceFlags.SAMPLED))
+                    links.append(Link(remote))
+                    parent = _trace.set_span_in_context(NonRecordingSpan(remote))
         elif self.capture and p.get("input") is not None:
             attributes[_gen_ai.GEN_AI_INPUT_MESSAGES] = _json(p.get("input"))
         name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
-        span = self.tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes, links=links,
-                                      start_time=_ns(event))
+        if parent is None and self.ids is not None:
+            self.ids.pending = _run_ids(event.session_id, event.run_id)
+        try:
+            span = self.tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                                          links=links, start_time=_ns(event))
+        finally:
+            if self.ids is not None:
+                self.ids.pending = None
         self.runs[event.run_id] = _Run(span)
 
     def _start_model(self, event: AgentEvent) -> None:
@@ -351,12 +411,20 @@ class _Instrumentation:
             span.set_attribute(_gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS, int(usage.get("output_tokens") or 0))
         error = p.get("error") if isinstance(p.get("error"), dict) else None
         failed = outcome == "error"
-        for child in [run.model, *run.tools.values()]:
-            if child is None:
-                continue
+        code, message = (error or {}).get("code"), str((error or {}).get("message") or "")
+        if run.model is not None:
+            # The model call the run failed in: its span carries the provider's own error.
+            run.model.set_attribute("arknb.unfinished", True)
+            if failed:
+                self._fail(run.model, code, message or "the run ended before this call finished")
+                if message:
+                    run.model.add_event("exception", {"exception.type": str(code or "error"),
+                                                      "exception.message": message}, timestamp=end)
+            run.model.end(end_time=end)
+        for child in run.tools.values():
             child.set_attribute("arknb.unfinished", True)
             if failed:
-                self._fail(child, (error or {}).get("code"), "the run ended before this call finished")
+                self._fail(child, code, "the run ended before this call finished")
             child.end(end_time=end)
         if failed:
             self._fail(span, (error or {}).get("code"), str((error or {}).get("message") or stop or "the run failed"))

@@ -3,8 +3,9 @@
 The file's first line is ``{"arknb_trace": 1, "created_at": ..., "arknb_version": ...,
 "events": N}``; each further line is one §4 event envelope. A trace written by a
 newer arknb is refused (``trace_version_unsupported``); a malformed line names file
-and line (``trace_corrupt``). Files exported by ``TimelineWidget.to_jsonl`` (events
-only, no header) are read too.
+and line (``trace_corrupt``). ``TimelineWidget.to_jsonl`` writes this format too (its
+header's ``dropped`` counts the older events the widget no longer kept); files it wrote
+before it had a header (events only) are read too.
 
 Example:
     >>> events = []
@@ -23,7 +24,7 @@ from typing import Any
 from ..domain import ErrorCode, invalid_argument
 from ..events import AgentEvent
 from ._event_codec import event_dict, event_from_dict
-from ._files import FileKind, as_path, check_header, iter_jsonl, now_iso, write_lines_atomically
+from ._files import FileKind, as_path, check_header, iter_jsonl, now_iso, too_deep, write_lines_atomically
 
 __all__ = ["TRACE_VERSION", "from_jsonl", "to_jsonl"]
 
@@ -32,12 +33,16 @@ TRACE_VERSION = 1
 TRACE = FileKind("trace", "arknb_trace", TRACE_VERSION, ErrorCode.TRACE_CORRUPT, ErrorCode.TRACE_VERSION_UNSUPPORTED)
 
 
-def to_jsonl(events: Iterable[Any], path: str | os.PathLike[str]) -> int:
+def to_jsonl(events: Iterable[Any], path: str | os.PathLike[str], *, dropped: int = 0) -> int:
     """Write ``events`` (``AgentEvent`` or envelope dicts) as a trace file; returns how many.
 
     The file is written to a temporary file first and then moved into place, so an
-    existing trace is replaced whole or not at all.
+    existing trace is replaced whole or not at all. ``dropped`` (recorded in the header
+    with ``first_sequence``) says how many earlier events the file lacks: a timeline
+    that kept only its newest events writes what it kept, and says so.
     """
+    if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 0:
+        raise invalid_argument(f"to_jsonl: dropped must be an int >= 0, got {dropped!r}")
     from ._version import arknb_version
 
     target = as_path(path, "trace path")
@@ -52,8 +57,9 @@ def to_jsonl(events: Iterable[Any], path: str | os.PathLike[str]) -> int:
         except (TypeError, ValueError) as exc:
             raise invalid_argument(f"to_jsonl: events[{i}]: {exc}") from None
         lines.append(json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")))
+    first = json.loads(lines[0]).get("sequence") if lines else None
     header = json.dumps({"arknb_trace": TRACE_VERSION, "created_at": now_iso(), "arknb_version": arknb_version(),
-                         "events": len(lines)})
+                         "events": len(lines), "dropped": dropped, "first_sequence": first})
     write_lines_atomically(target, [header, *lines])
     return len(lines)
 
@@ -83,6 +89,8 @@ def from_jsonl(path: str | os.PathLike[str]) -> list[AgentEvent]:
             events.append(event_from_dict(value))
         except ValueError as exc:
             raise TRACE.error(source, number, str(exc)) from None
+        except RecursionError:
+            raise too_deep(source, TRACE, number) from None
     if first:
         raise TRACE.error(source, 1, "the file is empty")
     if declared is not None and declared != len(events):

@@ -5,12 +5,20 @@ the publisher or the other listeners, and the payload they get is read-only all 
 way down, so none can change what the others see (DESIGN §4). Hooks, not listeners,
 change a run.
 
-A listener can never slow the run down (DESIGN §13): a sync listener is called in line
-(it must be quick: the widgets' and the outbox's listeners are), an async one runs as a
-task with a bounded number of deliveries in flight (``max_pending``) and a time limit
-per callback (``callback_timeout``). What a slow or stuck async listener cannot take is
+What a listener costs the run: a **sync** listener is called in line, on the event loop,
+so its time is the run's time and nothing bounds or drops it (a 1 ms sync listener made a
+20-turn SQLite run 4-5x slower in ``benchmarks/outbox_listeners.py``): keep sync listeners
+quick (the widgets' are) and do slow work in an async one. An **async** listener never
+slows the run (DESIGN §13): it runs as a task with a bounded number of deliveries in
+flight (``max_pending``) and a time limit per callback (``callback_timeout``). What a slow or stuck async listener cannot take is
 dropped and counted (:attr:`EventBus.dropped`, and a ``bus.dropped`` event through
 :attr:`EventBus.on_dropped`); the outbox of a durable session still has every event.
+
+A durable session's outbox is not a listener but a **journal** (:meth:`EventBus.add_journal`):
+it sees each event first, and an event it keeps is delivered to the listeners only once
+the journal reports it committed (:meth:`EventBus.committed`), with every event published
+after it held behind it, in order. So a listener never hears of an event a crash could
+take back: after a SIGKILL, everything any listener received is in the outbox.
 """
 
 from __future__ import annotations
@@ -19,15 +27,18 @@ import asyncio
 import dataclasses
 import inspect
 import logging
-from typing import Any, Awaitable, Callable
+from collections import deque
+from typing import Any, Awaitable, Callable, Collection, Iterable
 
 from ..domain import ArkError, ErrorCode, ErrorLayer
 from ..domain.frozen import FrozenDict
 from .envelope import AgentEvent, freeze_payload
 
-__all__ = ["EventBus", "Listener", "RequestHandler"]
+__all__ = ["EventBus", "Journal", "Listener", "RequestHandler"]
 
 Listener = Callable[[AgentEvent], Any]
+Journal = Callable[[AgentEvent], bool]
+"""Sees every event of its types first; True means: hold it until :meth:`EventBus.committed`."""
 RequestHandler = Callable[[AgentEvent], Awaitable[Any] | Any]
 
 _log = logging.getLogger("arknb.events")
@@ -78,6 +89,12 @@ class EventBus:
         """Called (soon after, never inside ``publish``) with a listener's name and how many
         of its deliveries were dropped since the last call; the runtime publishes ``bus.dropped``."""
         self._drops_to_report: dict[str, int] = {}
+        # The outbox journals (add_journal) and what waits for their commits: [event, held]
+        # pairs in publication order; ``held`` is True until the event is committed.
+        self._journals: tuple[tuple[Journal, frozenset[str]], ...] = ()
+        self._journal_types: frozenset[str] = frozenset()
+        self._queue: deque[list] = deque()
+        self._awaiting: dict[int, list] = {}
 
     @property
     def closed(self) -> bool:
@@ -133,7 +150,60 @@ class EventBus:
 
     def has_listeners(self, event_type: str) -> bool:
         """True if publishing ``event_type`` would reach anyone (lets callers skip building events)."""
-        return bool(self._by_type.get(event_type) or self._by_type.get("*"))
+        return bool(self._by_type.get(event_type) or self._by_type.get("*") or event_type in self._journal_types)
+
+    # -- the outbox journal ---------------------------------------------------------------
+
+    def add_journal(self, journal: Journal, types: Collection[str]) -> Callable[[], None]:
+        """Have ``journal(event)`` see every event of ``types`` before any listener does.
+
+        When it returns True the event is held: listeners get it (and every event
+        published after it, in order) only after :meth:`committed` names it. Returns a
+        function that removes the journal and delivers what it still held.
+        """
+        if not callable(journal):
+            raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT,
+                           f"journal must be callable, got {type(journal).__name__}")
+        entry = (journal, frozenset(types))
+        self._journals += (entry,)
+        self._journal_types = frozenset().union(*(t for _, t in self._journals))
+
+        def remove() -> None:
+            if entry in self._journals:
+                self._journals = tuple(e for e in self._journals if e is not entry)
+                self._journal_types = frozenset().union(*(t for _, t in self._journals))
+                self.release_all()
+
+        return remove
+
+    def committed(self, events: Iterable[AgentEvent]) -> None:
+        """The journal committed ``events``: deliver what no longer waits, in order."""
+        awaiting = self._awaiting
+        for event in events:
+            item = awaiting.pop(id(event), None)
+            if item is not None:
+                item[1] = False
+        self._deliver_ready()
+
+    def release_all(self) -> None:
+        """Deliver every held event now (the journal will not commit them: its store
+        refused, or it is going away). Its listeners hear of them uncommitted."""
+        for item in self._awaiting.values():
+            item[1] = False
+        self._awaiting.clear()
+        self._deliver_ready()
+
+    @property
+    def held(self) -> int:
+        """Events published and not yet delivered, waiting for a journal's commit."""
+        return len(self._queue)
+
+    def _deliver_ready(self) -> None:
+        queue = self._queue
+        while queue and not queue[0][1]:
+            event, _, entries = queue.popleft()
+            if not self._closed:
+                self._announce(event, entries)
 
     def publish(self, event: AgentEvent) -> None:
         """Deliver ``event`` to its listeners, in subscription order, each isolated.
@@ -147,9 +217,29 @@ class EventBus:
             return
         if not isinstance(event.payload, FrozenDict) and dataclasses.is_dataclass(event):
             event = dataclasses.replace(event, payload=freeze_payload(event.payload))
+        if self._journals:
+            held = False
+            for journal, types in self._journals:
+                if event.type in types:
+                    try:
+                        held = bool(journal(event)) or held
+                    except Exception:
+                        self._listener_failed(event)
+            if held or self._queue:
+                # The listeners as they are now (DESIGN §4: a snapshot), told once it is committed.
+                item = [event, held, self._entries(event)]
+                self._queue.append(item)
+                if held:
+                    self._awaiting[id(event)] = item
+                return
+        self._announce(event, self._entries(event))
+
+    def _entries(self, event: AgentEvent) -> tuple[_Entry, ...]:
         by_type = self._by_type
         specific = by_type.get(event.type)
-        entries = by_type.get("*", ()) if specific is None else specific + by_type.get("*", ())
+        return by_type.get("*", ()) if specific is None else specific + by_type.get("*", ())
+
+    def _announce(self, event: AgentEvent, entries: tuple[_Entry, ...]) -> None:
         for entry in entries:
             try:
                 outcome = entry.listener(event)
@@ -268,6 +358,10 @@ class EventBus:
         self._closed = True
         self._by_type.clear()
         self._handlers.clear()
+        self._queue.clear()
+        self._awaiting.clear()
+        self._journals = ()
+        self._journal_types = frozenset()
 
 
 class _Entry:

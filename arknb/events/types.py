@@ -51,6 +51,7 @@ class EventTypes:
     PLAN_REVIEW_REQUIRED = "plan.review_required"  # batch_id, approval_id, plan
     PLAN_REVIEW_RESOLVED = "plan.review_resolved"  # batch_id, approval_id, decision, reason
     SKILL_ACTIVATED = "skill.activated"    # name, tools
+    SKILL_SKIPPED = "skill.skipped"        # name, clashes (its tools named like the runtime's), reason
     CONTEXT_COMPRESSED = "context.compressed"  # before_tokens, after_tokens, replaced (start, end)
     MEMORY_RECORDED = "memory.recorded"    # episode_id, summary, run_id (a completed run was remembered)
     OPERATION_IN_DOUBT = "operation.in_doubt"  # operation_id, call, started_at, attempts
@@ -65,7 +66,8 @@ class EventTypes:
         TOOL_AFTER, TOOL_DENIED, APPROVAL_REQUIRED, APPROVAL_DECIDED, APPROVAL_RESOLVED,
         LOOP_DETECTED, HOOK_DECISION, HOOK_DIAGNOSTIC, STATE_PERSISTED, TURN_COMPLETED,
         STATE_LOADED, RUNTIME_DETACHED, SECRET_REDACTED, PLAN_UPDATED, PLAN_REVIEW_REQUIRED,
-        PLAN_REVIEW_RESOLVED, SKILL_ACTIVATED, CONTEXT_COMPRESSED, MEMORY_RECORDED, OPERATION_IN_DOUBT, BUS_DROPPED,
+        PLAN_REVIEW_RESOLVED, SKILL_ACTIVATED, SKILL_SKIPPED, CONTEXT_COMPRESSED, MEMORY_RECORDED, OPERATION_IN_DOUBT,
+        BUS_DROPPED,
         GRAPH_STEP_STARTED, GRAPH_STEP_FINISHED, GRAPH_WAITING,
         LLM_TRUNCATED, OUTPUT_VALIDATED, OUTPUT_RETRY,
         TOOL_PROGRESS, TOOL_SAMPLING,

@@ -73,6 +73,43 @@ def _threaded(fn: Callable[[Any], Any]) -> SlotCallable:
     return threaded
 
 
+def _slot_callable(fn: Callable[[Any], Any], timeout: float | None) -> tuple[SlotCallable, bool]:
+    """How the pipeline calls ``fn``: (the callable, True if it is called directly).
+
+    A coroutine function is awaited; a sync one with a timeout runs on a worker thread;
+    any other sync one is called directly by the pipeline (no coroutine; if it hands
+    back an awaitable, the pipeline awaits that)."""
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+        return fn, False
+    if timeout is not None:
+        return _threaded(fn), False
+    return fn, True
+
+
+def _check_signature(slot: HookSlot, fn: Callable[..., Any], what: str, fix: str) -> None:
+    """Refuse, at registration, a hook the pipeline could never call with its context."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # a builtin or C callable: nothing to check
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise invalid_argument(
+            f"hook {what}{signature} cannot run in {slot.value}: a hook takes one argument, the context "
+            f"(a {_CONTEXT_NAMES[slot]}); write it as {fix}: ... (sync or async)") from None
+
+
+_CONTEXT_NAMES = {
+    HookSlot.BEFORE_RUN: "BeforeRunHookContext", HookSlot.BEFORE_MODEL_CALL: "ModelCallHookContext",
+    HookSlot.ON_MODEL_CHUNK: "ModelChunkHookContext", HookSlot.AFTER_MODEL_CALL: "ModelResponseHookContext",
+    HookSlot.BEFORE_TOOL_CALL: "ToolCallHookContext", HookSlot.AFTER_TOOL_CALL: "ToolResultHookContext",
+    HookSlot.ON_TURN_COMPLETION: "TurnCompletionHookContext",
+    HookSlot.BEFORE_PERSIST_STATE: "StatePersistenceHookContext",
+    HookSlot.AFTER_PERSIST_STATE: "StatePersistenceHookContext", HookSlot.AFTER_RUN: "AfterRunHookContext",
+}
+
+
 def _unique(entries: Iterable[HookEntry]) -> list[HookEntry]:
     """``entries`` without repeats of the same object (a class hook stands under each slot)."""
     return list({id(e): e for e in entries}.values())
@@ -109,12 +146,25 @@ class HookRegistry:
                                    "decorate plain functions with @hooks.<slot> instead")
         _check_options(name, order, fail_closed, timeout)
         slots: dict[HookSlot, SlotCallable] = {}
+        direct: dict[HookSlot, SlotCallable] = {}
         for slot in HookSlot:
             # Only overridden slots take part, so a class hook costs nothing where it is silent.
-            if getattr(type(hook), slot.value) is not getattr(AgentHook, slot.value):
-                slots[slot] = getattr(hook, slot.value)
+            if getattr(type(hook), slot.value) is getattr(AgentHook, slot.value):
+                continue
+            method = getattr(hook, slot.value)
+            where = f"{type(hook).__name__}.{slot.value}"
+            if not callable(method):
+                raise invalid_argument(f"hook {where} is a {type(method).__name__}, not a method, so it cannot "
+                                       f"run in {slot.value}; define it as def {slot.value}(self, ctx): ... "
+                                       "(or async def), or remove it")
+            _check_signature(slot, method, where, f"def {slot.value}(self, ctx)")
+            # A plain def runs as a decorated sync function does (it was once awaited, failed
+            # and was skipped: a limit that never applied).
+            slots[slot], called_directly = _slot_callable(method, timeout)
+            if called_directly:
+                direct[slot] = method
         hook_name = name or getattr(hook, "name", None) or type(hook).__name__
-        return self._put(HookEntry(hook_name, slots, order, fail_closed, timeout, hook))
+        return self._put(HookEntry(hook_name, slots, order, fail_closed, timeout, hook, direct=direct))
 
     def register(self, slot: HookSlot | str, fn: Callable[[Any], Any], *, name: str | None = None,
                  order: int = 0, fail_closed: bool = False, timeout: float | None = None) -> HookEntry:
@@ -131,14 +181,10 @@ class HookRegistry:
             raise invalid_argument(f"fail_closed has no effect on the observer slot {slot.value}: an observer "
                                    "cannot stop the run; drop fail_closed=True")
         hook_name = name or getattr(fn, "__name__", None) or repr(fn)
-        if inspect.iscoroutinefunction(fn):
-            entry = HookEntry(hook_name, {slot: fn}, order, fail_closed, timeout, fn)
-        elif timeout is not None:
-            entry = HookEntry(hook_name, {slot: _threaded(fn)}, order, fail_closed, timeout, fn)
-        else:
-            # Called directly by the pipeline (no coroutine); if it hands back an awaitable,
-            # the pipeline awaits that.
-            entry = HookEntry(hook_name, {slot: fn}, order, fail_closed, timeout, fn, direct={slot: fn})
+        _check_signature(slot, fn, hook_name, f"def {hook_name}(ctx)")
+        call, called_directly = _slot_callable(fn, timeout)
+        entry = HookEntry(hook_name, {slot: call}, order, fail_closed, timeout, fn,
+                          direct={slot: fn} if called_directly else {})
         return self._put(entry)
 
     def _put(self, entry: HookEntry) -> HookEntry:

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Iterable
 
-from ..domain import AgentMessage, ArkError, ModelRequest, ModelResponse, ToolCall, ToolResult, invalid_argument
+from ..domain import (
+    AgentMessage, ArkError, ContentPart, ModelRequest, ModelResponse, ToolCall, ToolResult, invalid_argument,
+)
 from ..domain.trusted import trusted_builder
 
 __all__ = [
@@ -75,8 +77,11 @@ class BeforeRunHookResult(_Result):
     input: tuple[AgentMessage, ...] | None = None
 
     @classmethod
-    def proceed(cls, input: Iterable[AgentMessage] | None = None) -> BeforeRunHookResult:
-        return cls(BeforeRunAction.PROCEED, input=None if input is None else tuple(input), _token=_FACTORY)
+    def proceed(cls, input: Any = None) -> BeforeRunHookResult:
+        """Go on with ``input`` (None: unchanged), in any form ``run()`` takes: a str (one
+        user message), an ``AgentMessage``, a ``ContentPart``, a list of messages, or a
+        list of str/``ContentPart`` parts of one user message."""
+        return cls(BeforeRunAction.PROCEED, input=None if input is None else _run_input(input), _token=_FACTORY)
 
     @classmethod
     def abort(cls, reason: str | None = None, error: ArkError | None = None) -> BeforeRunHookResult:
@@ -304,6 +309,34 @@ _FIELD_TYPES: dict[str, Any] = {
 
 
 _CHECKED_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
+_RUN_INPUT_FORMS = ("a str, an AgentMessage, a ContentPart, a list of AgentMessage, or a list of str/ContentPart "
+                    "parts of one user message (the forms run() takes)")
+
+
+def _run_input(value: Any) -> tuple[AgentMessage, ...]:
+    """``value`` as the messages of a run's input (what ``run()`` accepts), or a refusal
+    that says what to pass."""
+    where = "BeforeRunHookResult.proceed(input)"
+    if isinstance(value, str):
+        if not value.strip():
+            raise invalid_argument(f"{where} got an empty str; pass the new input text, or proceed() to keep it")
+        return (AgentMessage.user(value),)
+    if isinstance(value, AgentMessage):
+        return (value,)
+    if isinstance(value, ContentPart):
+        return (AgentMessage.user([value]),)
+    if isinstance(value, (list, tuple)) and value:
+        items = list(value)
+        if all(isinstance(item, AgentMessage) for item in items):
+            return tuple(items)
+        if all(isinstance(item, (str, ContentPart)) for item in items):
+            return (AgentMessage.user(items),)
+        kinds = ", ".join(sorted({type(item).__name__ for item in items}))
+        raise invalid_argument(f"{where} takes {_RUN_INPUT_FORMS}; got a list mixing {kinds}")
+    got = "an empty list" if isinstance(value, (list, tuple)) else type(value).__name__
+    raise invalid_argument(f"{where} takes {_RUN_INPUT_FORMS}; got {got}")
 
 
 def _check_fields(result: _Result) -> None:

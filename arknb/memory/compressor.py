@@ -150,6 +150,19 @@ class ContextExtension(Extension):
         tool_extra = 0 if any(t.name == SEARCH_HISTORY for t in request.tools) else self._tool_tokens()
         created: list[ContextSummary] = []
         safe: list[bool] | None = None
+
+        def cannot_fit(end: int, summary_tokens: int) -> ArkError:
+            return _budget_error(config.max_tokens, request, messages[:lead_count], tool_extra and self._tool,
+                                 summary_tokens, conversation, costs, end, n, created)
+
+        if not chain:
+            # Before paying for any summary: if even the smallest tail that can be sent alone,
+            # with the shortest summary, cannot fit, no summary can help (issue 26).
+            safe = safe_cuts(conversation)
+            last = next((cut for cut in range(n - 1, 0, -1) if safe[cut]), None)
+            floor = fixed + tool_extra + self._shortest_summary_tokens() + costs.tokens(last or 0, n)
+            if last is None or floor > config.max_tokens:
+                raise cannot_fit(last or 0, self._shortest_summary_tokens() if last else 0)
         try:
             while True:
                 end = chain[-1].end if chain else 0
@@ -168,8 +181,7 @@ class ContextExtension(Extension):
                     chain = [merged]
                     continue
                 if cut is None:
-                    raise _budget_error(config.max_tokens, fixed + tool_extra, summary_tokens, conversation, costs,
-                                        end, n)
+                    raise cannot_fit(end, summary_tokens)
                 summary = await self._summarize(conversation, end, cut, request, state)
                 self._valid[summary.summary_id] = summary.end
                 summaries.append(summary)
@@ -239,6 +251,12 @@ class ContextExtension(Extension):
             cached = (key, message, self.costs.count(message))
             self._summary_cache = cached
         return cached[1], cached[2]
+
+    def _shortest_summary_tokens(self) -> int:
+        """What a summary message costs at least: its header and a one-word summary."""
+        return self.costs.count(_summary_message([ContextSummary(
+            summary_id="-", start=0, end=1, text="-", digest="-", tokens=1, replaced_tokens=0, source="summarize",
+            created_at=0.0)]))
 
     def _summary_tokens(self, chain: list[ContextSummary]) -> int:
         return self._summary(chain)[1] if chain else 0
@@ -329,17 +347,39 @@ def _summary_message(chain: list[ContextSummary]) -> AgentMessage:
     return AgentMessage.user("\n\n".join([header, *(s.text for s in chain)]))
 
 
-def _budget_error(budget: int, fixed: int, summary: int, conversation, costs: MessageCosts, end: int,
-                  n: int) -> ArkError:
+def _budget_error(budget: int, request: ModelRequest, lead: tuple[AgentMessage, ...], added_tool: Any,
+                  summary: int, conversation, costs: MessageCosts, end: int, n: int,
+                  written: list[ContextSummary]) -> ArkError:
+    """What does not fit, the token arithmetic, and what was called to try (issue 26: the
+    message once said the model was not called after a summary call, and named tool
+    definitions the runtime did not have)."""
     largest = max(range(end, n), key=costs.cost)
     message = conversation[largest]
     what = (f"the tool result for call {message.tool_call_id}" if message.role is Role.TOOL
             else f"a {message.role.value} message")
+    system = sum(costs.count(m) for m in lead)
+    tools = list(request.tools) + ([added_tool.definition] if added_tool else [])
+    tool_tokens = estimate_tools_tokens(tuple(tools))
     kept = costs.tokens(end, n)
+    total = system + tool_tokens + summary + kept
+    parts = [f"{system} system prompt"]
+    if tools:
+        names = ", ".join(t.name for t in tools)
+        added = f"; {added_tool.name} is the compressor's own" if added_tool else ""
+        parts.append(f"{tool_tokens} tool definitions ({names}{added})")
+    if summary:
+        parts.append(f"{summary} summary of messages 1-{end}" if written or end else f"{summary} for the shortest "
+                                                                                     "summary")
+    parts.append(f"{kept} for messages {end + 1}-{n}, kept as they are")
+    by_model = sum(1 for s in written if s.source in ("model", "merge") and s.source != "summarize")
+    if written:
+        called = (f"{len(written)} summar{'y was' if len(written) == 1 else 'ies were'} written to try "
+                  f"({by_model} call(s) to the model for summaries), but the model was not asked to answer")
+    else:
+        called = "no summary was written (none could make it fit) and the model was not called"
     return ArkError(ErrorLayer.RUNTIME, ErrorCode.CONTEXT_BUDGET_EXCEEDED,
-                    f"the request does not fit max_tokens={budget} even compressed: about {fixed + summary + kept} "
-                    f"tokens remain ({fixed} system prompt and tool definitions, {summary} summary, {kept} for "
-                    f"messages {end + 1}-{n}, which cannot be summarised without splitting a tool call from its "
-                    f"result or dropping the latest message); the largest, message {largest + 1} ({what}), is "
-                    f"about {costs.cost(largest)}. Nothing was truncated and the model was not called: raise "
-                    "max_tokens, or make the tool return less")
+                    f"the request does not fit max_tokens={budget} even compressed: it needs about {total} tokens "
+                    f"({' + '.join(parts)}). Messages {end + 1}-{n} cannot be summarised without splitting a tool "
+                    f"call from its result or dropping the latest message; the largest, message {largest + 1} "
+                    f"({what}), is about {costs.cost(largest)}. Nothing was truncated; {called}. Raise max_tokens "
+                    f"to at least {total}, or make that message smaller")

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["LoopKind", "apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval"]
+__all__ = ["LoopKind", "apply_decision", "awaiting_approval_error", "build_batch", "freeze_for_approval",
+           "resolve_decided_batch"]
 
 
 def build_batch(rt: AgentRuntime, ctx: RunContext, plan: BatchPlan, model_message,
@@ -144,6 +145,30 @@ async def apply_decision(rt: AgentRuntime, approval_id: str, decision: ApprovalD
         "batch_id": batch.batch_id, "items": _items(batch)}, run_id=batch.run_id)
     rt._continue_after_approval(batch)
     return ApprovalDecisionResult.success(approval_id, decision, True)
+
+
+async def resolve_decided_batch(rt: AgentRuntime) -> bool:
+    """After a load: a saved batch whose every item is decided but which is still pending
+    (the runtime never saves one: the last decision's save consumes it; a hand-edited or
+    foreign state) is resolved as after its last decision: consumed in a mandatory save,
+    announced, and the run continued in the background. Otherwise the session would list
+    nothing to decide and refuse every input (issue 26). Returns True if it did."""
+    state = rt.state
+    batch = state.pending_approval
+    if batch is None or not batch.items or not batch.all_decided() or state.not_resumable:
+        return False
+    kept = (state.resolved_approvals + ResolvedApproval.of_batch(batch))[-RESOLVED_APPROVALS_KEPT:]
+    candidate = state.model_copy(update={"pending_approval": None, "resolved_approvals": kept})
+    saved = await persist(rt, None, "approval_resolved", mandatory=True, candidate=candidate, run_id=batch.run_id)
+    if not saved.ok:
+        raise ArkError(ErrorLayer.STORAGE, ErrorCode.STATE_SAVE_FAILED,
+                       f"session {rt.session_id!r} was saved with batch {batch.batch_id} fully decided but still "
+                       f"pending, and resolving it failed: {save_error(saved.error).message}; load it again to retry",
+                       Retryability.CONDITIONAL)
+    rt._emit(EventTypes.APPROVAL_RESOLVED, lambda: {
+        "batch_id": batch.batch_id, "items": _items(batch), "on_load": True}, run_id=batch.run_id)
+    rt._continue_after_approval(batch)
+    return True
 
 
 def _not_saved(approval_id: str, error: ArkError) -> ArkError:

@@ -522,4 +522,7 @@ async def _finish(rt: AgentRuntime, ctx: RunContext, reason: StopReason, *, erro
         if rt._pipeline.has(HookSlot.AFTER_RUN):
             await rt._pipeline.after_run(AfterRunHookContext(session_id=rt.session_id, run_id=ctx.run_id,
                                                              state=rt.state, result=result))
+            # What the observers announced (a diagnostic) is committed, and so heard, before
+            # the run's task ends (a durable store's listeners hear events once committed).
+            await rt._invocations.flush()
     return result

@@ -34,7 +34,7 @@ from ..state import (
     AgentState, ApprovalDecisionResult, MemoryStateStorage, SecretLint, StateStorage, validate_session_id,
 )
 from ..tools import ToolRegistry
-from ._approvals import LoopKind
+from ._approvals import LoopKind, resolve_decided_batch
 from ._elicitation import ElicitationDesk
 from ._in_doubt import InDoubtKind, pause_interrupted_run
 from ._context import RunContext
@@ -364,6 +364,8 @@ class AgentRuntime(RunControl):
                 # until they are decided, and never meets an unpaired call.
                 await pause_interrupted_run(self)
             self._loaded = True
+            if found is not None:
+                await resolve_decided_batch(self)  # (a batch saved fully decided, yet pending)
             return found
 
     # -- public surface -------------------------------------------------------------

@@ -61,6 +61,9 @@ class SkillsExtension(Extension):
             if skill.name in self.skills:
                 raise invalid_argument(f"two skills are named {skill.name!r}; skill names must be unique")
             for item in skill.tools:
+                if item.name == ACTIVATE_SKILL:
+                    raise invalid_argument(f"skill {skill.name!r} has a tool named {ACTIVATE_SKILL!r}, the name of "
+                                           "the runtime's own tool that activates skills; rename it")
                 taken = owner_of.get(item.name)
                 if taken is not None and taken[1] is not item:
                     raise invalid_argument(f"skills {taken[0]!r} and {skill.name!r} both have a tool named "
@@ -69,6 +72,9 @@ class SkillsExtension(Extension):
             self.skills[skill.name] = skill
         self._scope: ExtensionScope | None = None
         self._files = SkillFiles(self.skills.values())  # run_skill_script / read_skill_file (DESIGN §15)
+        self._probing = False      # asking the runtime which tools the others offer (tools() is silent)
+        self._usable: tuple[AgentState, list[Skill]] | None = None
+        self._reported: set[str] = set()  # skills whose skip was announced
         on_demand = [s for s in self.skills.values() if not s.always_on]
         self._activate = self._build_activate(on_demand) if on_demand else None
 
@@ -78,18 +84,20 @@ class SkillsExtension(Extension):
         self._scope = scope
 
     def tools(self, state: AgentState) -> tuple[Tool, ...]:
+        if self._probing:
+            return ()
         offered: list[Tool] = [self._activate] if self._activate is not None else []
-        in_prompt = self._in_prompt(state)
-        for skill in in_prompt:
+        in_use = self._in_use(state)
+        for skill in in_use:
             offered.extend(skill.tools)
-        offered.extend(self._files.tools_for(in_prompt))
+        offered.extend(self._files.tools_for(in_use))
         return tuple(offered)
 
     def hooks(self):
         return self._files.hooks()
 
     def instructions(self, state: AgentState) -> str | None:
-        sections = [skill.section() for skill in self._in_prompt(state)]
+        sections = [skill.section() for skill in self._in_use(state)]
         return "\n\n".join(sections) if sections else None
 
     def on_restore(self, state: AgentState) -> None:
@@ -106,6 +114,42 @@ class SkillsExtension(Extension):
 
     def _in_prompt(self, state: AgentState) -> list[Skill]:
         return [s for s in self.skills.values() if s.always_on] + list(self.active(state))
+
+    def _in_use(self, state: AgentState) -> list[Skill]:
+        """The skills in the prompt, without any activated one whose tools are named like a
+        tool the runtime offers otherwise: such a skill (activated in a session saved before
+        the runtime had that tool) is skipped, announced once with
+        ``skill.skipped``, and stays recorded; the session runs on without it."""
+        cached = self._usable
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        in_prompt = self._in_prompt(state)
+        usable = in_prompt
+        if any(skill.tools for skill in in_prompt):
+            taken = self._others_tools()
+            usable = []
+            for skill in in_prompt:
+                clashes = sorted(set(skill.tool_names) & taken)
+                if not clashes or skill.always_on:  # (always on: the runtime refuses it as it is built)
+                    usable.append(skill)
+                elif skill.name not in self._reported:
+                    self._reported.add(skill.name)
+                    self._scope.emit(EventTypes.SKILL_SKIPPED, lambda skill=skill, clashes=clashes: {
+                        "name": skill.name, "clashes": clashes,
+                        "reason": f"its tool(s) {_quoted(clashes)} have the name of tool(s) the runtime already "
+                                  "offers; rename one of them (@ark.tool(name=...)) to use the skill"})
+        self._usable = (state, usable)
+        return usable
+
+    def _others_tools(self) -> set[str]:
+        """The names of the tools the runtime offers besides this extension's."""
+        if self._scope is None:
+            return set()
+        self._probing = True
+        try:
+            return set(self._scope.tools.names())
+        finally:
+            self._probing = False
 
     def _build_activate(self, on_demand: list[Skill]) -> Tool:
         extension = self
@@ -133,6 +177,12 @@ class SkillsExtension(Extension):
         active = active_skills_of(scope.state.extensions)
         if name in active:
             return f"Skill {name!r} is already active."
+        clashes = sorted(set(skill.tool_names) & self._others_tools()) if skill.tools else []
+        if clashes:
+            return ToolResult.from_text(
+                f"skill {name!r} was not activated: its tool(s) {_quoted(clashes)} have the name of tool(s) the "
+                "runtime already offers (its tools= or another extension's); the runtime's tools stay as they "
+                "are. Rename the skill's tool (@ark.tool(name=...)) to use the skill", is_error=True)
         # Saved before it is announced: the answer is recorded as the call's result, which a
         # restore reuses without running the call again, so the state must already hold it.
         saved = await scope.save_slice({"active": [*active, name]}, "skill_activated")
@@ -142,3 +192,7 @@ class SkillsExtension(Extension):
             "name": name, "description": skill.description, "tools": list(skill.tool_names), "call_id": call_id})
         tools = f" and its tools ({', '.join(skill.tool_names)})" if skill.tools else ""
         return f"Skill {name!r} is active: its instructions{tools} are available from your next step on."
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(repr(n) for n in names)

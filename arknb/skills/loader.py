@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,7 @@ __all__ = ["SkillLoadError", "SkillLoadReport", "load_skills"]
 SKILL_FILE = "SKILL.md"
 TOOLS_FILE = "tools.py"
 _MAX_BYTES = 256 * 1024
+_MAX_DEPTH = 64  # nesting levels of the front matter (PyYAML recurses per level)
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 
@@ -169,13 +172,7 @@ def _load_one(folder: Path, boundary: Path) -> Skill:
 
 def _read(skill_file: Path, boundary: Path) -> tuple[str, str]:
     _inside(skill_file, boundary)
-    try:
-        data = skill_file.read_bytes()
-    except OSError as exc:
-        raise _Problem(skill_file, f"cannot be read ({exc.strerror or exc})") from None
-    if len(data) > _MAX_BYTES:
-        raise _Problem(skill_file, f"is {len(data)} bytes; a SKILL.md holds at most {_MAX_BYTES} "
-                                   "(move long material into files the skill's tools read)")
+    data = _read_capped(skill_file)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -189,9 +186,108 @@ def _read(skill_file: Path, boundary: Path) -> tuple[str, str]:
     return match.group(1), text[match.end():]
 
 
+def _read_capped(skill_file: Path) -> bytes:
+    """The file's bytes, once ``os.stat`` says it is a regular file of at most ``_MAX_BYTES``:
+    a FIFO would block the read for ever and a 300 MB file would be read whole before
+    being refused (issue 26), so both are refused from the stat alone."""
+    try:
+        info = os.stat(skill_file)
+    except OSError as exc:
+        raise _Problem(skill_file, f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise _Problem(skill_file, f"is not a regular file (it is {_file_type(info.st_mode)}); a SKILL.md must be "
+                                   "a text file")
+    if info.st_size > _MAX_BYTES:
+        raise _Problem(skill_file, _too_big(info.st_size))
+    try:
+        # O_NONBLOCK: were it swapped for a FIFO since the stat, the open would not wait.
+        fd = os.open(skill_file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _Problem(skill_file, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _Problem(skill_file, "is not a regular file; a SKILL.md must be a text file")
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= _MAX_BYTES:  # never more than the cap (+1), even if the file grows meanwhile
+            chunk = os.read(fd, _MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise _Problem(skill_file, f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if size > _MAX_BYTES:
+        raise _Problem(skill_file, _too_big(size, grew=True))
+    return b"".join(chunks)
+
+
+def _too_big(size: int, *, grew: bool = False) -> str:
+    return (f"is {'more than ' if grew else ''}{size} bytes; a SKILL.md holds at most {_MAX_BYTES} (move long "
+            "material into files the skill's tools read)")
+
+
+def _file_type(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a file"
+
+
+def _deepest(front: str) -> tuple[int, int]:
+    """(nesting depth, file line) where the front matter first nests deeper than
+    ``_MAX_DEPTH``, or (the deepest level, 0) if it never does. Block levels are counted
+    by indentation (each deeper indent, each leading ``- ``) and flow levels by open
+    brackets; quoted text is skipped. An estimate that errs on the deep side."""
+    indents: list[int] = []
+    flow = 0
+    deepest = 0
+    for index, line in enumerate(front.splitlines()):
+        stripped = line.lstrip(" ")
+        if flow == 0 and stripped and not stripped.startswith("#"):
+            indent = len(line) - len(stripped)
+            while indents and indents[-1] >= indent:
+                indents.pop()
+            indents.append(indent)
+            dashes = len(re.match(r"(?:-[ \t]+)*", stripped).group(0).replace(" ", "").replace("\t", ""))
+        else:
+            dashes = 0
+        quote = None
+        for char in line:
+            if quote is not None:
+                if char == quote:
+                    quote = None
+            elif char in "\"'":
+                quote = char
+            elif char in "[{":
+                flow += 1
+            elif char in "]}":
+                flow = max(0, flow - 1)
+            elif char == "#" and flow == 0:
+                break
+            depth = len(indents) + dashes + flow
+            if depth > _MAX_DEPTH:
+                return depth, index + 2  # line 1 of the file is the opening '---'
+            deepest = max(deepest, depth)
+    return deepest, 0
+
+
 def _front_matter(skill_file: Path, front: str) -> dict[str, Any]:
+    depth, line = _deepest(front)
+    if line:
+        raise _Problem(skill_file, f"the YAML front matter nests more than {_MAX_DEPTH} levels deep at line {line}; "
+                                   "front matter holds a few keys (name:, description:, ...), not deep data")
     try:
         meta = yaml.safe_load(front)
+    except RecursionError:  # (the estimate above missed it)
+        raise _Problem(skill_file, "the YAML front matter nests too deeply to be read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}, column {mark.column + 1}" if mark is not None else ""

@@ -27,7 +27,7 @@ phases, purpose-key lookups, the outbox (read backwards too, when the store offe
 ``read_events_before``) and leases. ``newer_layout(make_store)``,
 when a subclass overrides it, must leave the data in a layout from a newer arknb: it
 is then refused with ``store_version_unsupported`` (or ``state_version_unsupported``)
-and left untouched.
+and left untouched, also by a store that had it open before the upgrade (its next save).
 
 Tests run with pytest-asyncio (``asyncio_mode = "auto"``).
 """
@@ -120,6 +120,14 @@ class StoreConformance:
         reopened = make_store()
         with pytest.raises(ArkError) as err:
             await reopened.load("conf")
+        assert err.value.code in ("store_version_unsupported", "state_version_unsupported")
+
+    async def test_a_newer_layout_written_while_the_store_is_open_is_refused_at_the_next_save(self, make_store):
+        store = make_store()
+        saved = await _save(store, _state("conf", "old"))
+        self.newer_layout(make_store)  # another (newer) arknb upgraded it under this open store
+        with pytest.raises(ArkError) as err:
+            await store.save(saved.model_copy(update={"history": saved.history + (AgentMessage.user("new"),)}))
         assert err.value.code in ("store_version_unsupported", "state_version_unsupported")
 
     # -- the runtime's contract ---------------------------------------------------------------

@@ -253,6 +253,10 @@ def summary(event: Mapping[str, Any]) -> str:
     if etype == "skill.activated":
         tools = p.get("tools") if isinstance(p.get("tools"), (list, tuple)) else ()
         return _join(f"skill {p.get('name') or '?'}", f"{len(tools)} tools" if tools else "")
+    if etype == "skill.skipped":
+        clashes = [str(c) for c in p.get("clashes")] if isinstance(p.get("clashes"), (list, tuple)) else []
+        return _join(f"skill {p.get('name') or '?'} skipped",
+                     f"tools named like the runtime's: {', '.join(clashes)}" if clashes else "")
     if etype == "context.compressed":
         return f"context {_n(p.get('before_tokens')):,} → {_n(p.get('after_tokens')):,} tokens"
     if etype == "memory.recorded":
@@ -317,7 +321,7 @@ def status(event: Mapping[str, Any]) -> str:
     if etype == "output.retry":
         return "warn" if p.get("retrying") else "error"
     if etype in ("llm.retry", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
-                 "runtime.detached", "graph.waiting", "llm.truncated"):
+                 "runtime.detached", "graph.waiting", "llm.truncated", "skill.skipped"):
         return "warn"
     return ""
 

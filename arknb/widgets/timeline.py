@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from typing import Any, Callable
@@ -230,12 +229,18 @@ class TimelineWidget(RuntimeWidget, anywidget.AnyWidget):
         return _spans(self.events)
 
     def to_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Write every kept event as one JSON line to ``path``; returns how many."""
+        """Write the kept events to ``path`` as a trace (DESIGN §11: a header line, then one
+        event per line, what ``ev.trace.from_jsonl`` and ``TimelineWidget(events)`` read);
+        returns how many events it wrote.
+
+        The header's ``dropped`` says how many older events the widget no longer kept
+        (``max_events``) and so are not in the file, and ``first_sequence`` where the
+        file starts; a restored session's store still has them all.
+        """
+        from ..eval.trace import to_jsonl as write_trace  # (importing the widgets must not import eval)
+
         events = self.events
-        with open(path, "w", encoding="utf-8") as f:
-            for event in events:
-                f.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
-        return len(events)
+        return write_trace(events, path, dropped=self.forgotten)
 
     def to_html(self) -> str:
         """A static HTML summary of the timeline (totals per run, nested spans with

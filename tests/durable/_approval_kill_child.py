@@ -6,8 +6,14 @@ approval saved before it is acknowledged), printing ``APPROVED <n>`` after the n
 the run goes on to execute them, each taking a random while. Every tool appends ``start <call_id>`` when it begins
 and ``end <call_id>`` when its work is done to ``<dir>/effects.log`` (fsynced), so the
 parent knows which calls began and which finished, whatever moment it kills the child.
+A listener of the runtime's bus appends ``<event_id> <type>`` to ``<dir>/announced.log``
+for every event it receives (written through to the operating system, which keeps it
+when the process is killed): every one of them must be in the outbox after the kill.
 
-Usage: python _approval_kill_child.py <sqlite|postgres> <dir> <seed>
+With a fourth argument ``k``, the listener kills its own process (SIGKILL) as it receives
+the k-th event, right after writing its line: the harshest moment for the outbox.
+
+Usage: python _approval_kill_child.py <sqlite|postgres> <dir> <seed> [k]
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import sys
 from pathlib import Path
 
@@ -49,18 +56,33 @@ def make_tools(directory: str | Path, delays: dict[str, float] | None = None):
     return [send_mail]
 
 
+def listen(runtime, directory: str | Path, kill_on_event: int | None = None) -> None:
+    """Record every event a listener of this process receives (see the module docstring)."""
+    log = open(Path(directory) / "announced.log", "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives until the kill
+    count = [0]
+
+    def heard(event) -> None:
+        log.write(f"{event.event_id} {event.type}\n")
+        count[0] += 1
+        if count[0] == kill_on_event:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    runtime.bus.subscribe("*", heard)
+
+
 def script() -> list:
     calls = [ark.ToolCall(id=call_id, name="send_mail", arguments_json=json.dumps({"to": f"{call_id}@example.org"}),
                           index=i) for i, call_id in enumerate(CALLS)]
     return [ark.ScriptedTurn(text="Sending three mails.", tool_calls=calls), ark.ScriptedTurn(text="All sent.")]
 
 
-async def main(kind: str, directory: str, seed: int) -> None:
+async def main(kind: str, directory: str, seed: int, kill_on_event: int | None = None) -> None:
     rng = random.Random(seed)
     delays = {call_id: rng.uniform(0.0, 0.4) for call_id in CALLS}
     store = open_store(kind, directory)
     runtime = ark.AgentRuntime(ark.ScriptedModel(script()), tools=make_tools(directory, delays), storage=store,
                                session_id="s1")
+    listen(runtime, directory, kill_on_event)
     result = await runtime.run("Mail the three of them")
     assert result.stop_reason == "awaiting_approval", result
     for number, item in enumerate(runtime.controller.list_pending_approvals(), start=1):
@@ -74,4 +96,4 @@ async def main(kind: str, directory: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else None))

@@ -62,6 +62,9 @@ def _watch(bin_dir: Path, data: Path, folder: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
+_CLUSTER: dict = {}  # how to reach the session's server's files (for pg_restart)
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """``(base DSN, admin connection factory)`` of a running throwaway server."""
@@ -88,6 +91,7 @@ def pg_server():
         _unavailable(f"could not start PostgreSQL: {exc} {detail.decode(errors='replace')[-500:]}")
     watchdog = _watch(bin_dir, data, folder)
     base = f"host=127.0.0.1 port={port} user=arknb"
+    _CLUSTER.update(pg_ctl=str(bin_dir / "pg_ctl"), data=str(data), folder=str(folder), port=port)
     try:
         yield base, lambda: psycopg.connect(base + " dbname=postgres", autocommit=True)
     finally:
@@ -103,3 +107,16 @@ def pg_dsn(pg_server) -> str:
     with admin() as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return f"{base} dbname={name}"
+
+
+@pytest.fixture
+def pg_restart(pg_server):
+    """Restart the session's server (fast shutdown: every connection is closed) and wait
+    until it accepts connections again."""
+    def restart() -> None:
+        c = _CLUSTER
+        subprocess.run(_as_postgres(c["pg_ctl"], "-D", c["data"], "-m", "fast", "-o",
+                                    f"-h 127.0.0.1 -p {c['port']} -k {c['folder']} -c fsync=on",
+                                    "-l", str(Path(c["folder"]) / "log"), "-w", "restart"),
+                       check=True, capture_output=True, timeout=120)
+    return restart

@@ -12,7 +12,9 @@ trial must show:
   exactly once after the restore;
 - only a call whose ``executing`` was committed is ever in doubt (it may have begun:
   the kill can fall between that commit and the tool's first line);
-- no call runs twice, and the run completes with every call answered.
+- no call runs twice, and the run completes with every call answered;
+- every event a listener of the killed process received is in the outbox
+  (``read_events``) after the kill (issue 26: announced only after its commit).
 
 Used by tests/durable/test_random_kills.py (a few trials) and benchmarks/random_kills.py
 (hundreds, with counts).
@@ -53,6 +55,8 @@ class Trial:
     starts: Counter = field(default_factory=Counter)     # every start, both processes
     stop_reason: str = ""
     answered: set[str] = field(default_factory=set)
+    announced: int = 0                                   # events a listener of the child received
+    announced_missing: list[str] = field(default_factory=list)  # of those, not in read_events()
     problems: list[str] = field(default_factory=list)
 
 
@@ -63,25 +67,48 @@ def _lines(directory: Path) -> list[tuple[str, str]]:
     return [tuple(line.split(" ", 1)) for line in path.read_text().splitlines() if line]
 
 
-async def run_trial(directory: Path, kind: str, seed: int, *, max_delay: float = 0.6) -> Trial:
-    """Run one trial in ``directory`` (empty) and check its invariants (``Trial.problems``)."""
+def _announced(directory: Path) -> list[tuple[str, str]]:
+    path = directory / "announced.log"
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    return [tuple(line.split(" ", 1)) for line in lines if line.count(" ") == 1]  # a torn last line is no event
+
+
+async def run_trial(directory: Path, kind: str, seed: int, *, max_delay: float = 0.6,
+                    kill_on_event: int | None = None) -> Trial:
+    """Run one trial in ``directory`` (empty) and check its invariants (``Trial.problems``).
+
+    With ``kill_on_event=k`` the child kills itself as its listener receives the k-th event
+    (instead of being killed after a random approval and delay)."""
     rng = random.Random(seed)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    proc = await asyncio.create_subprocess_exec(sys.executable, str(CHILD), kind, str(directory), str(seed),
+    extra = [str(kill_on_event)] if kill_on_event is not None else []
+    proc = await asyncio.create_subprocess_exec(sys.executable, str(CHILD), kind, str(directory), str(seed), *extra,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                                                 env=env)
     approved: set[str] = set()
     target = rng.randint(1, len(CALLS))
+    delay = 0.0
     try:
-        while len(approved) < target:
+        if kill_on_event is not None:
+            while True:  # until it kills itself (or is done with fewer events than k)
+                line = (await asyncio.wait_for(proc.stdout.readline(), 120)).decode().split()
+                if not line or line[0] == "DONE":
+                    break
+                if line[0] == "APPROVED":
+                    approved.add(line[2])
+        while kill_on_event is None and len(approved) < target:
             line = (await asyncio.wait_for(proc.stdout.readline(), 120)).decode().split()
             if len(line) != 3 or line[0] != "APPROVED":
                 raise AssertionError((line, (await proc.stderr.read()).decode()[-2000:]))
             approved.add(line[2])
-        delay = rng.uniform(0.0, max_delay if target == len(CALLS) else 0.05)
-        await asyncio.sleep(delay)
+        if kill_on_event is None:
+            delay = rng.uniform(0.0, max_delay if target == len(CALLS) else 0.05)
+            await asyncio.sleep(delay)
     finally:
-        proc.send_signal(signal.SIGKILL)
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGKILL)
         await proc.wait()
     # (a decision printed after the target is ignored: the kill may have come first)
     trial = Trial(killed_after=delay, approved_before_kill=approved)
@@ -89,14 +116,29 @@ async def run_trial(directory: Path, kind: str, seed: int, *, max_delay: float =
         (trial.began if kind_of == "start" else trial.finished).add(call_id)
     reader = open_store(kind, directory)
     try:
+        in_outbox = {event.event_id for event in await reader.read_events("s1")}
+        heard = _announced(directory)
+        trial.announced = len(heard)
+        trial.announced_missing = [f"{event_id} {event_type}" for event_id, event_type in heard
+                                   if event_id not in in_outbox and event_type != "llm.chunk"]
         for operation in await reader.list_operations("s1"):
             if operation.kind == "tool_call" and operation.attempts:
                 trial.executing_recorded.add(operation.purpose_key.rsplit(":", 1)[-1])
     finally:
         await reader.aclose()
+    if trial.announced_missing:
+        trial.problems.append(f"{len(trial.announced_missing)} announced event(s) missing from the outbox: "
+                              f"{trial.announced_missing[:5]}")
     store = open_store(kind, directory)
-    runtime = await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel(["All sent."]),
-                                             tools=make_tools(directory))
+    try:
+        runtime = await ark.AgentRuntime.restore("s1", storage=store, model=ark.ScriptedModel(["All sent."]),
+                                                 tools=make_tools(directory))
+    except ark.ArkError as exc:
+        if hasattr(store, "aclose"):
+            await store.aclose()
+        if exc.code != "session_not_found" or approved:
+            raise
+        return trial  # killed before its first save (the listener's first events): nothing to restore
     try:
         trial.in_doubt = {item.tool_call.id for item in runtime.controller.list_in_doubt()}
         for item in runtime.controller.list_pending_approvals():

@@ -102,9 +102,11 @@ async def test_a_full_disk_fails_the_run_clearly_and_the_session_restores_to_its
     def limit(conn):  # per connection: the worker's, and the one commits are made in line on
         conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0] + 8}")
 
-    async def limit_after_first_batch(event):
+    def limit_after_first_batch(event):
+        # Sync, so the limit is in place before the run goes on (listeners hear tool.after
+        # once it is committed): the worker gets it ahead of any later commit it makes.
         if event.payload["call"]["id"] == "c0" and not limit_set.is_set():
-            await store._worker.run(limit, store._conn)
+            store._worker.post(limit, store._conn)
             if store._here is not None:
                 limit(store._here)
             limit_set.set()

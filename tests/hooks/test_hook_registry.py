@@ -200,7 +200,7 @@ def test_results_are_frozen():
     (lambda: ModelCallHookResult.respond("text"), "response"),
     (lambda: ToolResultHookResult.proceed("text"), "result"),
     (lambda: ToolResultHookResult.proceed(None, ["not a message"]), "injected_messages"),
-    (lambda: BeforeRunHookResult.proceed(["not a message"]), "input"),
+    (lambda: BeforeRunHookResult.proceed([42]), "input"),  # (a list of str is one user message)
     (lambda: TurnCompletionHookResult.continue_run(["x"]), "messages"),
     (lambda: ToolCallHookResult.abort(error="not an error"), "error"),
 ])

@@ -397,7 +397,8 @@ def test_a_recorded_trace_is_read_only_kept_whole_and_exports_jsonl(tmp_path):
     assert msg["start"] == len(events) - 10 and decode(msg["events"], msg["_buffers"]) == events[-10:]
     path = tmp_path / "trace.jsonl"
     assert tl.to_jsonl(path) == len(events)
-    assert [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] == events
+    header, *lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert header["arknb_trace"] == 1 and lines == events  # (test_timeline_export.py: the format)
     assert len(tl.spans()) == len(spans(events)) and len(tl.rows()) == len(events)
 
 

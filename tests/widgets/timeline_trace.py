@@ -169,6 +169,7 @@ def one_of_each() -> list[dict[str, Any]]:
         EventTypes.PLAN_REVIEW_RESOLVED: {"batch_id": "b2", "approval_id": "p1", "decision": "approved",
                                           "reason": "fine"},
         EventTypes.SKILL_ACTIVATED: {"name": "pdf", "tools": ["read_pdf", "split_pdf"]},
+        EventTypes.SKILL_SKIPPED: {"name": "pdf", "clashes": ["read_pdf"], "reason": "named like a runtime tool"},
         EventTypes.CONTEXT_COMPRESSED: {"before_tokens": 12000, "after_tokens": 3000, "replaced": [2, 40]},
         EventTypes.MEMORY_RECORDED: {"episode_id": "episode_1", "summary": "User: hi\nAssistant: hello", "run_id": "r1"},
         EventTypes.OPERATION_IN_DOUBT: {"operation_id": "op1", "call": c, "started_at": 5.0, "attempts": 2},

@@ -200,6 +200,11 @@ export function summary(e) {
       const tools = Array.isArray(p.tools) ? p.tools : [];
       return join(`skill ${p.name || "?"}`, tools.length ? `${tools.length} tools` : "");
     }
+    case "skill.skipped": {
+      const clashes = Array.isArray(p.clashes) ? p.clashes.map(String) : [];
+      return join(`skill ${p.name || "?"} skipped`,
+        clashes.length ? `tools named like the runtime's: ${clashes.join(", ")}` : "");
+    }
     case "context.compressed": return `context ${thousands(n0(p.before_tokens))} → ${thousands(n0(p.after_tokens))} tokens`;
     case "memory.recorded": return join(`remembered ${p.episode_id || "?"}`, clip(String(p.summary || "").split("\n")[0], 80));
     case "operation.in_doubt":
@@ -219,7 +224,7 @@ export function summary(e) {
 const HOOK_STATUS = { deny: "denied", defer: "deferred", abort: "error", drop: "warn", hold: "warn", retry: "warn",
   stop: "warn", skip: "warn" };
 const WARN = new Set(["llm.retry", "llm.truncated", "loop.detected", "secret.redacted", "bus.dropped", "operation.in_doubt",
-  "runtime.detached", "graph.waiting"]);
+  "runtime.detached", "graph.waiting", "skill.skipped"]);
 
 /** The row's status: one of STATUSES. */
 export function status(e) {

@@ -90,15 +90,17 @@ for span in timeline.spans():
     md("""
 ## Export
 
-`to_jsonl` writes one event per line; it is also the **Export** button in the
-widget. Any tool that reads JSON lines can take it from there.
+`to_jsonl` writes a trace file: a header line (the format's version, how many events,
+and how many older ones the widget no longer kept), then one event per line; it is what
+`arknb.eval.trace.from_jsonl` reads. The widget's **Export** button downloads the
+events the view holds. Any tool that reads JSON lines can take it from there.
 """),
     code("""
 path = Path(tempfile.mkdtemp()) / "trace.jsonl"
 count = timeline.to_jsonl(path)
-lines = path.read_text().splitlines()
-print(count, "events,", len(lines), "lines")
-print(sorted(json.loads(lines[0])))
+header, *lines = path.read_text().splitlines()
+print(count, "events,", len(lines), "event lines after the header")
+print(sorted(json.loads(header)))
 """),
     md("""
 A timeline can also be built from recorded events, with no runtime:
