@@ -14,12 +14,12 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "==> [1/2] upgrading pip"
 	@$(PY) -m pip install -q --upgrade pip --disable-pip-version-check
-	@echo "==> [2/2] installing arknb with its dev, otel, postgres and pdf extras"
-	@$(PY) -m pip install --disable-pip-version-check -e '.[dev,otel,postgres,pdf]' 2>&1 \
+	@echo "==> [2/2] installing arknb with its dev, otel, postgres, pdf, mcp and agui extras"
+	@$(PY) -m pip install --disable-pip-version-check -e '.[dev,otel,postgres,pdf,mcp,agui]' 2>&1 \
 		| awk '/^Collecting/ {n++; printf "  [%d] %s\n", n, $$2; fflush()} \
 		       /^Installing collected/ {print "  installing " n " packages..."; fflush()} \
 		       /^(ERROR|error)/ {print; fflush()}' ; \
-		status=$${PIPESTATUS[0]}; test $$status -eq 0 || { echo "==> pip failed (exit $$status): run '$(PY) -m pip install -e .[dev,otel,postgres,pdf]' to see why"; exit $$status; }
+		status=$${PIPESTATUS[0]}; test $$status -eq 0 || { echo "==> pip failed (exit $$status): run '$(PY) -m pip install -e .[dev,otel,postgres,pdf,mcp,agui]' to see why"; exit $$status; }
 	@echo "==> ready"
 	@touch $(STAMP)
 
