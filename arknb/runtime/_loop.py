@@ -329,9 +329,8 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     ctx.turn += 1
     rt._set_state(current_loop_count=ctx.turn, total_loop_count=rt.state.total_loop_count + 1)
     response = await call_model(rt, ctx)
-    message = response.message
+    message = _note_finish(rt, ctx, response)
     rt._append_history((message,), usage=response.usage)
-    _note_finish(rt, ctx, response)
     await autosave(rt, ctx, "after_model_text")
     if message.tool_calls and not ctx.output.answers(message):
         hit = rt.loop_detector.observe(message.tool_calls)
@@ -369,14 +368,17 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, set
     return step
 
 
-def _note_finish(rt: AgentRuntime, ctx: RunContext, response) -> None:
+def _note_finish(rt: AgentRuntime, ctx: RunContext, response) -> AgentMessage:
     """An answer cut at max_tokens is said so (DESIGN §17): the run's result is marked
-    truncated if its final answer is, and ``llm.truncated`` tells the chat and the timeline."""
+    truncated if its final answer is, ``llm.truncated`` tells the chat and the timeline,
+    and the message is saved marked (``truncated``), so a restored chat marks it too."""
     ctx.truncated = response.finish_reason is FinishReason.LENGTH
-    if ctx.truncated:
-        rt._emit(EventTypes.LLM_TRUNCATED, lambda: flat_payload(
-            turn=ctx.turn, finish_reason=response.finish_reason.value, max_tokens=rt.config.max_tokens,
-            output_tokens=response.usage.output_tokens if response.usage.reported else None))
+    if not ctx.truncated:
+        return response.message
+    rt._emit(EventTypes.LLM_TRUNCATED, lambda: flat_payload(
+        turn=ctx.turn, finish_reason=response.finish_reason.value, max_tokens=rt.config.max_tokens,
+        output_tokens=response.usage.output_tokens if response.usage.reported else None))
+    return response.message.model_copy(update={"truncated": True})
 
 
 async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, *, has_tools: bool) -> NextStep:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ModelRequest, Role, ToolCall, ToolDefinition, \
-    ToolResult, invalid_argument
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, MessageOutput, ModelRequest, Role, ToolCall, \
+    ToolDefinition, ToolResult, invalid_argument
 from ..events import EventTypes
 from ..events.envelope import flat_items, flat_payload
 from ._tool_batch import tool_message
@@ -104,6 +104,9 @@ class _TypedOutput(OutputPhase):
         if self.spec.is_text:  # a plain text answer: nothing was validated, nothing to show apart
             return NextStep.final(message, output=value)
         payload_value = self.spec.to_json(value)
+        # Saved with its message: a restored chat shows the table, a restored graph the value.
+        message = rt._note_message(message, output=MessageOutput(
+            name=self.spec.name, json_text=json.dumps(payload_value, ensure_ascii=False)))
         rt._emit(EventTypes.OUTPUT_VALIDATED, lambda: flat_payload(
             turn=ctx.turn, mode=self.mode, name=self.spec.name, retries=self.retries,
             output=_frozen_json(payload_value)))

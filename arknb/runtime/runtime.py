@@ -453,6 +453,21 @@ class AgentRuntime(RunControl):
             updates["usages"] = state.usages + (usage,)
         self._state = state.model_copy(update=updates)
 
+    def _note_message(self, message: AgentMessage, **notes: Any) -> AgentMessage:
+        """``message`` (in history) with the runtime's notes on it (e.g. its validated typed
+        answer, DESIGN §17), put in its place in history so they are saved with it."""
+        history = self._state.history
+        index = next((i for i in range(len(history) - 1, -1, -1) if history[i] is message), None)
+        if index is None:
+            return message
+        noted = message.model_copy(update=notes)
+        checked = self._redactor.checked_from(history) == len(history)
+        history = history[:index] + (noted,) + history[index + 1:]
+        self._state = self._state.model_copy(update={"history": history})
+        if checked:  # (the notes come from the redacted message: nothing new to check)
+            self._redactor.mark_checked(history)
+        return noted
+
     def _answer_unanswered(self, why: str) -> None:
         calls = unanswered_calls(self._state.history)
         if calls:
