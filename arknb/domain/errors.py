@@ -76,6 +76,7 @@ graph_run_not_found                 storage      Graph.restore of a run that was
 human_answer_invalid                config       answer_human got a value the human node's type refuses
 output_invalid                      runtime      a typed answer failed validation after max_output_retries more tries (names the fields)
 output_schema_unsupported           config       a JSON-schema answer asked of a provider profile that does not support it
+output_type_unavailable             config       a restored paused run asked for a typed answer this process cannot rebuild (names the type)
 unsupported_content                 config       a part the model's profile cannot carry (refused before any request)
 document_unreadable                 config       ContentPart.from_document_text could not read or extract a file
 pdf_unavailable                     config       reading a PDF needs the optional extra arknb[pdf]
@@ -194,6 +195,7 @@ class ErrorCode(StrEnum):
     HUMAN_ANSWER_INVALID = "human_answer_invalid"
     OUTPUT_INVALID = "output_invalid"
     OUTPUT_SCHEMA_UNSUPPORTED = "output_schema_unsupported"
+    OUTPUT_TYPE_UNAVAILABLE = "output_type_unavailable"
     # media (DESIGN §17)
     UNSUPPORTED_CONTENT = "unsupported_content"
     DOCUMENT_UNREADABLE = "document_unreadable"

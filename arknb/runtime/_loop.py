@@ -128,6 +128,7 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
     else:
         rt._emit(EventTypes.AGENT_STARTED, lambda: {"input": jsonable(new_input or ()), "resumed": False})
     if new_input is not None:
+        rt._set_state(run_output=ctx.output.saved())  # so a restored pause asks for the same (DESIGN §17)
         rt.loop_detector.reset()
         if rt._pipeline.has(HookSlot.BEFORE_RUN):
             decision = await rt._pipeline.before_run(BeforeRunHookContext(

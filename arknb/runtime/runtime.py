@@ -38,7 +38,7 @@ from ._in_doubt import InDoubtKind, pause_interrupted_run
 from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._invocation import make_invocations
-from ._output import OutputPhase, output_phase
+from ._output import OutputPhase, output_phase, restored_phase
 from ._keywords import keyword_extensions
 from ._redaction import Redactor
 from ._run_control import RunControl
@@ -346,6 +346,10 @@ class AgentRuntime(RunControl):
                 # (DESIGN §13), however the session is opened: so new input is refused
                 # until they are decided, and never meets an unpaired call.
                 await pause_interrupted_run(self)
+                if found.is_running and self._active is None:
+                    # A paused run goes on asking for the type it asked for (DESIGN §17).
+                    self._run_output = restored_phase(found.run_output, self._run_output, model=self.model,
+                                                      max_retries=self.max_output_retries)
             self._loaded = True
             return found
 
