@@ -31,6 +31,7 @@ secret_in_state                     security     a save would write a credential
 max_turns                           runtime      the run reached max_turns
 nothing_to_resume                   runtime      resume() with no suspended run
 not_executed                        tool         (result code) a call answered without running it
+tool_call_truncated                 tool         a reply cut at max_tokens inside a tool call: the call's arguments are incomplete, it is never run
 model_retries_exhausted             runtime      after_model_call asked for more retries than allowed
 internal_error                      runtime      an unexpected exception inside arknb (a bug)
 session_not_found                   storage      restore() of a session that was never saved
@@ -147,6 +148,7 @@ class ErrorCode(StrEnum):
     MAX_TURNS = "max_turns"
     NOTHING_TO_RESUME = "nothing_to_resume"
     NOT_EXECUTED = "not_executed"
+    TOOL_CALL_TRUNCATED = "tool_call_truncated"
     MODEL_RETRIES_EXHAUSTED = "model_retries_exhausted"
     INTERNAL_ERROR = "internal_error"
     SESSION_NOT_FOUND = "session_not_found"

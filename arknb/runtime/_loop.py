@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, FinishReason, ToolResult, ToolRisk
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, FinishReason, ToolCall, ToolResult, ToolRisk
 from ..events import EventTypes
 from ..events.envelope import flat_payload
 from ..hooks import (
@@ -334,6 +334,9 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     rt._append_history((message,), usage=response.usage)
     await autosave(rt, ctx, "after_model_text")
     if message.tool_calls and not ctx.output.answers(message):
+        cut = _cut_call(message) if ctx.truncated else None
+        if cut is not None:
+            return _end_cut_reply(rt, ctx, message, cut)
         hit = rt.loop_detector.observe(message.tool_calls)
         if hit is not None:
             return await _on_loop(rt, ctx, message, hit)
@@ -380,6 +383,31 @@ def _note_finish(rt: AgentRuntime, ctx: RunContext, response) -> AgentMessage:
         turn=ctx.turn, finish_reason=response.finish_reason.value, max_tokens=rt.config.max_tokens,
         output_tokens=response.usage.output_tokens if response.usage.reported else None))
     return response.message.model_copy(update={"truncated": True})
+
+
+def _cut_call(message: AgentMessage) -> ToolCall | None:
+    """The call a reply cut at max_tokens stopped inside (arguments not a whole JSON object)."""
+    for call in reversed(message.tool_calls):
+        try:
+            call.arguments
+        except ArkError:
+            return call
+    return None
+
+
+def _end_cut_reply(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, cut: ToolCall) -> NextStep:
+    """A reply cut inside a tool call (DESIGN §17): no call of it runs, none is shown to a
+    person for approval; the cut one is answered as such, the others as not executed, and
+    the run ends truncated, saying which call was cut and how to avoid it."""
+    why = (f"the reply was cut at max_tokens={rt.config.max_tokens} (finish reason length) inside tool call "
+           f"{cut.name!r} ({cut.id}): its arguments are incomplete JSON, so it was not run")
+    rt._append_history([tool_message(call, ToolResult.from_text(
+        f"not executed: {why}" if call.id == cut.id else "not executed: the reply was cut at max_tokens",
+        is_error=True, error_code=(ErrorCode.TOOL_CALL_TRUNCATED if call.id == cut.id else ErrorCode.NOT_EXECUTED).value))
+        for call in message.tool_calls])
+    return NextStep.stop(StopReason.COMPLETED, message=message, error=ArkError(
+        ErrorLayer.TOOL, ErrorCode.TOOL_CALL_TRUNCATED, f"{why}; no call of that reply ran. Raise "
+        "ModelConfig.max_tokens (or ask for fewer or shorter calls) and run again"))
 
 
 async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, *, has_tools: bool) -> NextStep:
