@@ -399,12 +399,20 @@ def _end_cut_reply(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, cut
     """A reply cut inside a tool call (DESIGN §17): no call of it runs, none is shown to a
     person for approval; the cut one is answered as such, the others as not executed, and
     the run ends truncated, saying which call was cut and how to avoid it."""
-    why = (f"the reply was cut at max_tokens={rt.config.max_tokens} (finish reason length) inside tool call "
+    limit = f"max_tokens={rt.config.max_tokens}" if rt.config.max_tokens else "the server's token limit"
+    why = (f"the reply was cut at {limit} (finish reason length) inside tool call "
            f"{cut.name!r} ({cut.id}): its arguments are incomplete JSON, so it was not run")
-    rt._append_history([tool_message(call, ToolResult.from_text(
-        f"not executed: {why}" if call.id == cut.id else "not executed: the reply was cut at max_tokens",
-        is_error=True, error_code=(ErrorCode.TOOL_CALL_TRUNCATED if call.id == cut.id else ErrorCode.NOT_EXECUTED).value))
-        for call in message.tool_calls])
+    answers = []
+    for call in message.tool_calls:
+        is_cut = call.id == cut.id
+        result = ToolResult.from_text(
+            f"not executed: {why}" if is_cut else "not executed: the reply was cut at max_tokens", is_error=True,
+            error_code=(ErrorCode.TOOL_CALL_TRUNCATED if is_cut else ErrorCode.NOT_EXECUTED).value)
+        answers.append(tool_message(call, result))
+        # Refused by the runtime, as a hook refuses a call: the chat's card and the timeline say why.
+        rt._emit(EventTypes.TOOL_DENIED, lambda call=call, result=result: flat_payload(
+            call=call_payload(call), result=result_payload(result), reason=result.text, hook=None, batch_id=None))
+    rt._append_history(answers)
     return NextStep.stop(StopReason.COMPLETED, message=message, error=ArkError(
         ErrorLayer.TOOL, ErrorCode.TOOL_CALL_TRUNCATED, f"{why}; no call of that reply ran. Raise "
         "ModelConfig.max_tokens (or ask for fewer or shorter calls) and run again"))

@@ -117,6 +117,8 @@ async def test_a_reply_cut_inside_a_tool_call_runs_nothing_and_ends_truncated_sa
     kinds = [e.type for e in events]
     assert EventTypes.LLM_TRUNCATED in kinds and EventTypes.TOOL_BEFORE not in kinds
     assert EventTypes.APPROVAL_REQUIRED not in kinds
+    refused = {e.payload["call"]["id"]: e.payload["reason"] for e in events if e.type == EventTypes.TOOL_DENIED}
+    assert refused["c1"] == "not executed: the reply was cut at max_tokens" and "incomplete JSON" in refused["c2"]
     success = next(e for e in events if e.type == EventTypes.AGENT_SUCCESS)
     assert success.payload["truncated"] is True and success.payload["error"]["code"] == "tool_call_truncated"
     server.script(Reply([sse(chunk("ok"), chunk(finish="stop"))]))
