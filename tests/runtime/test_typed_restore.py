@@ -108,3 +108,37 @@ async def test_a_finished_typed_run_leaves_the_next_run_untyped_unless_asked(tmp
     plain = await runtime.run("And now?")
     assert plain.output is None and runtime.state.run_output is None
     await runtime.aclose()
+
+
+async def test_a_suspended_typed_run_resumes_only_with_its_type(tmp_path):
+    class Local(BaseModel):
+        answer: int
+
+    holder: list = []
+
+    @ark.tool
+    def note(text: str) -> str:
+        """Take a note."""
+        holder[0].request_suspend()  # (the run pauses at its next safe checkpoint)
+        return "noted"
+
+    store = ark.SQLiteStore(tmp_path / "s.sqlite3")
+    first = ark.AgentRuntime(ScriptedModel([ScriptedTurn(tool_calls=[ToolCall(id="n1", name="note",
+                                                                              arguments_json='{"text": "x"}')])]),
+                             tools=[note], storage=store, session_id="typed")
+    holder.append(first)
+    assert (await first.run("Note, then answer.", output_type=Local)).stop_reason == "suspended"
+    await first.aclose()
+    restored = await ark.AgentRuntime.restore("typed", storage=store, tools=[note],
+                                              model=ScriptedModel([ScriptedTurn(output=Local(answer=7))]))
+    try:
+        await restored.resume()
+    except ark.ArkError as exc:
+        assert exc.code == "output_type_unavailable" and "Local" in exc.message
+    else:
+        raise AssertionError("the suspended run went on without its output type")
+    assert restored.state.is_running and restored.model.requests == []  # nothing was changed or asked
+    restored.output_type = Local
+    result = await restored.resume()
+    assert result.stop_reason == "completed" and result.output == Local(answer=7)
+    await restored.aclose()
