@@ -6,7 +6,7 @@ Everything a user needs is re-exported here; see DESIGN §0 for the tour.
 # domain
 from .domain import (
     AgentMessage, ArkError, CancellationToken, ContentKind, ContentPart, ContextChange, ErrorCode, ErrorInfo,
-    ErrorLayer, FinishReason, ModelComplete, ModelConfig, ModelRequest, ModelResponse, ModelStart, OutputSchema,
+    ErrorLayer, FinishReason, MessageOutput, ModelComplete, ModelConfig, ModelRequest, ModelResponse, ModelStart, OutputSchema,
     ReasoningDelta, RetryNotice, Retryability, Role, StreamError, StreamingEvent, TextDelta, ToolCall, ToolCallDelta,
     ToolDefinition, ToolResult, ToolRisk, Usage, UsageUpdate,
 )
@@ -97,7 +97,7 @@ __all__ = [
     "ContentKind", "ContentPart", "ContextChange", "ErrorCode", "ErrorInfo", "ErrorLayer", "EventBus", "EventTypes",
     "FileStateStorage", "FinishReason", "HookPipeline", "HookRegistry", "HookSlot", "LLMClient", "LoopDetector",
     "MemoryStateStorage", "OpenAICompatibleClient", "ProviderProfile", "RetryPolicy", "Timeouts", "profiles", "ModelCallAction", "ModelCallHookContext", "ModelCallHookResult", "ModelChunkAction",
-    "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
+    "MessageOutput", "ModelChunkHookContext", "ModelChunkHookResult", "ModelComplete", "ModelConfig", "ModelRequest",
     "ModelResponse", "ModelResponseAction", "ModelResponseHookContext", "ModelResponseHookResult", "ModelStart",
     "PendingApprovalBatch", "PendingApprovalItem", "PersistAction", "ReasoningDelta", "RetryNotice",
     "Retryability", "Role", "Rule", "RuleModel", "RunHandle", "PostgresStore", "SQLiteStore", "ScriptedModel", "ScriptedTurn", "StatePersistenceHookContext",

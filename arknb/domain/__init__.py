@@ -5,7 +5,7 @@ from .content import ContentKind, ContentPart
 from .context import ContextChange
 from .errors import ArkError, ErrorCode, ErrorInfo, ErrorLayer, Retryability, invalid_argument
 from .frozen import FrozenDict, FrozenList, freeze, thaw
-from .messages import AgentMessage, Role
+from .messages import AgentMessage, MessageOutput, Role
 from .model import FinishReason, ModelConfig, ModelRequest, ModelResponse, OutputSchema, Usage
 from .streaming import (
     ModelComplete, ModelStart, ReasoningDelta, RetryNotice, StreamError, StreamingEvent,
@@ -15,7 +15,8 @@ from .tools import ToolCall, ToolDefinition, ToolResult, ToolRisk
 
 __all__ = [
     "AgentMessage", "ArkError", "CancellationToken", "ContentKind", "ContentPart", "ContextChange", "ErrorCode",
-    "ErrorInfo", "ErrorLayer", "FinishReason", "FrozenDict", "FrozenList", "Retryability", "ModelComplete",
+    "ErrorInfo", "ErrorLayer", "FinishReason", "FrozenDict", "FrozenList", "MessageOutput", "Retryability",
+    "ModelComplete",
     "ModelConfig", "ModelRequest", "ModelResponse", "ModelStart", "OutputSchema", "ReasoningDelta", "RetryNotice", "Role", "StreamError",
     "StreamingEvent", "StreamingEventAdapter", "TextDelta", "ToolCall", "ToolCallDelta",
     "ToolDefinition", "ToolResult", "ToolRisk", "Usage", "UsageUpdate", "freeze", "invalid_argument", "thaw",

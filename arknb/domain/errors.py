@@ -31,6 +31,7 @@ secret_in_state                     security     a save would write a credential
 max_turns                           runtime      the run reached max_turns
 nothing_to_resume                   runtime      resume() with no suspended run
 not_executed                        tool         (result code) a call answered without running it
+tool_call_truncated                 tool         a reply cut at max_tokens inside a tool call: the call's arguments are incomplete, it is never run
 model_retries_exhausted             runtime      after_model_call asked for more retries than allowed
 internal_error                      runtime      an unexpected exception inside arknb (a bug)
 session_not_found                   storage      restore() of a session that was never saved
@@ -76,6 +77,7 @@ graph_run_not_found                 storage      Graph.restore of a run that was
 human_answer_invalid                config       answer_human got a value the human node's type refuses
 output_invalid                      runtime      a typed answer failed validation after max_output_retries more tries (names the fields)
 output_schema_unsupported           config       a JSON-schema answer asked of a provider profile that does not support it
+output_type_unavailable             config       a restored paused run asked for a typed answer this process cannot rebuild (names the type)
 unsupported_content                 config       a part the model's profile cannot carry (refused before any request)
 document_unreadable                 config       ContentPart.from_document_text could not read or extract a file
 pdf_unavailable                     config       reading a PDF needs the optional extra arknb[pdf]
@@ -151,6 +153,7 @@ class ErrorCode(StrEnum):
     MAX_TURNS = "max_turns"
     NOTHING_TO_RESUME = "nothing_to_resume"
     NOT_EXECUTED = "not_executed"
+    TOOL_CALL_TRUNCATED = "tool_call_truncated"
     MODEL_RETRIES_EXHAUSTED = "model_retries_exhausted"
     INTERNAL_ERROR = "internal_error"
     SESSION_NOT_FOUND = "session_not_found"
@@ -199,6 +202,7 @@ class ErrorCode(StrEnum):
     HUMAN_ANSWER_INVALID = "human_answer_invalid"
     OUTPUT_INVALID = "output_invalid"
     OUTPUT_SCHEMA_UNSUPPORTED = "output_schema_unsupported"
+    OUTPUT_TYPE_UNAVAILABLE = "output_type_unavailable"
     # media (DESIGN §17)
     UNSUPPORTED_CONTENT = "unsupported_content"
     DOCUMENT_UNREADABLE = "document_unreadable"

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .content import ContentPart
 from .errors import invalid_argument
 from .tools import ToolCall
 
-__all__ = ["AgentMessage", "Role"]
+__all__ = ["AgentMessage", "MessageOutput", "Role"]
 
 
 class Role(StrEnum):
@@ -24,6 +26,27 @@ class Role(StrEnum):
 
 
 _ASSISTANT, _SYSTEM, _TOOL = Role.ASSISTANT, Role.SYSTEM, Role.TOOL
+
+
+class MessageOutput(BaseModel):
+    """The typed answer an assistant message gave, as the runtime validated it (DESIGN §17).
+
+    Saved with the message so a restored chat shows the answer as its field table and a
+    graph resumed after a crash finds the typed value, not just the raw text.
+
+    Attributes:
+        name: the output type's schema name, e.g. ``"City"``.
+        json_text: the validated value as JSON text (defaults filled, values coerced).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    json_text: str
+
+    def value(self) -> Any:
+        """The validated value as JSON data (dicts, lists, numbers, strings)."""
+        return json.loads(self.json_text)
 
 
 def _parts(content: str | ContentPart | Iterable[str | ContentPart]) -> tuple[ContentPart, ...]:
@@ -62,6 +85,12 @@ class AgentMessage(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: tuple[ContentPart, ...] = ()
     is_error: bool = False
+    # Two notes the runtime adds to an assistant answer (DESIGN §17), left out of the JSON
+    # when unset, so a message without them reads and writes as before.
+    output: MessageOutput | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The validated typed answer this message gave (None for any other message)."""
+    truncated: bool = Field(default=False, exclude_if=lambda v: v is False)
+    """True when the model's reply was cut at ``max_tokens`` (finish reason ``length``)."""
 
     @model_validator(mode="after")
     def _check_invariants(self) -> AgentMessage:

@@ -31,6 +31,7 @@ from ._files import FileKind, canonical_json, check_header, iter_jsonl, now_iso,
 __all__ = ["CASSETTE", "CassetteRecord", "RequestHasher", "append_record", "header_line", "load_records"]
 
 CASSETTE_VERSION = 1
+_NOT_SENT = {"output", "truncated"}  # the runtime's notes on a saved answer: the model never sees them
 
 CASSETTE = FileKind("cassette", "arknb_cassette", CASSETTE_VERSION, ErrorCode.CASSETTE_CORRUPT,
                     ErrorCode.CASSETTE_VERSION_UNSUPPORTED)
@@ -80,7 +81,8 @@ class RequestHasher:
         for message in request.messages:
             hit = cache.get(id(message))
             if hit is None or hit[0] is not message:
-                hit = (message, canonical_json(message.model_dump(mode="json", exclude_defaults=True)))
+                hit = (message, canonical_json(message.model_dump(mode="json", exclude_defaults=True,
+                                                                  exclude=_NOT_SENT)))
             fresh[id(message)] = hit
             parts.append(hit[1])
         self._messages = fresh  # only this request's messages stay cached: memory stays bounded

@@ -245,7 +245,7 @@ class StepRunner:
         waiting = False
         try:
             await runtime.load()
-            stop, text, error = await _drive_child(runtime, op.raw_input["prompt"])
+            stop, answer, error = await _drive_child(runtime, op.raw_input["prompt"], node.output_type)
             if stop == "awaiting_approval":
                 waiting = True
                 e.children[node.name] = held
@@ -261,7 +261,7 @@ class StepRunner:
             info = ArkError(ErrorLayer.RUNTIME, ErrorCode.GRAPH_NODE_FAILED,
                             f"agent node {node.name!r}: its runtime ended {stop} ({why})").info()
             return await self.settle(op, None, info, single, node.name)
-        update = {node.output: text}
+        update = {node.output: answer}
         try:
             merge_update(e.state, update, node.name)
         except ArkError as exc:
@@ -345,8 +345,9 @@ class StepRunner:
             raise invalid_argument(f"an in-doubt step takes rerun, mark_done or mark_failed, not {choice!r}")
 
 
-async def _drive_child(runtime: Any, prompt: str) -> tuple[str, str, Any]:
-    """Start the agent's task, or pick its session up where it stands."""
+async def _drive_child(runtime: Any, prompt: str, output_type: Any = None) -> tuple[str, Any, Any]:
+    """Start the agent's task, or pick its session up where it stands; the answer is the
+    typed one (``result.output``) when the run asked for a type, else the final text."""
     handle = runtime.current_run
     if handle is not None:
         result = await handle.wait()
@@ -355,15 +356,23 @@ async def _drive_child(runtime: Any, prompt: str) -> tuple[str, str, Any]:
         if state.pending_approval is not None:
             return "awaiting_approval", "", None
         if not state.history:
-            result = await runtime.run(prompt)
+            result = await runtime.run(prompt, output_type=output_type)
         elif state.is_running and not state.not_resumable:
             result = await runtime.resume()
         else:
             last = getattr(runtime, "last_result", None)
             if last is not None:
                 result = last
-            else:
-                text = next((m.text for m in reversed(state.history) if m.role == "assistant" and m.text), "")
-                return str(state.last_stop_reason or "completed"), text, None
+            else:  # finished before a crash: its answer is the last one in history
+                message = next((m for m in reversed(state.history) if m.role == "assistant"
+                                and (m.text or m.output is not None)), None)
+                if message is None:
+                    answer: Any = ""
+                elif message.output is not None:  # a typed answer, saved with its message (DESIGN §17)
+                    answer = message.output.value()
+                else:
+                    answer = message.text
+                return str(state.last_stop_reason or "completed"), answer, None
+    answer = result.output if result.output is not None else result.text
     return str(result.stop_reason.value if hasattr(result.stop_reason, "value") else result.stop_reason), \
-        result.text, result.error
+        answer, result.error

@@ -120,15 +120,21 @@ class Graph:
         return add(fn) if fn is not None else add
 
     def agent(self, name: str, runtime_factory: Callable[[str], Any], *, prompt: Callable[[Any], Any],
-              output: str, idempotent: bool = False) -> None:
+              output: str, idempotent: bool = False, output_type: Any = None) -> None:
         """Add an agent node: ``runtime_factory(session_id)`` (sync or async, like
         ``ark.SubAgent``) builds an :class:`~arknb.AgentRuntime` for the node's own session
-        (``graph.{run_id}.{node}.{step}``); ``prompt(state)`` is its input; its final text
-        goes into the field ``output``. Give the runtime a storage that outlives the
-        process (the graph's) so a restore resumes it."""
+        (``graph.{run_id}.{node}.{step}``); ``prompt(state)`` is its input; its answer
+        goes into the field ``output``: the final text, or the typed answer
+        (``result.output``, DESIGN §17) when ``output_type`` is given here or the runtime
+        declares one, validated by the state model like any update. Give the runtime a
+        storage that outlives the process (the graph's) so a restore resumes it."""
         if not callable(runtime_factory) or not callable(prompt):
             raise invalid_argument(f"agent node {name!r} needs runtime_factory and prompt callables")
-        self._add(AgentNode(check_name(name), bool(idempotent), runtime_factory, prompt, self._field(output, name)))
+        if output_type is not None:
+            from arknb.runtime.output import OutputSpec
+            OutputSpec.of(output_type)  # refused now, not when the node runs
+        self._add(AgentNode(check_name(name), bool(idempotent), runtime_factory, prompt, self._field(output, name),
+                            output_type))
 
     def human(self, name: str, *, ask: Callable[[Any], Any] | str, output: str, type: Any = None) -> None:
         """Add a human node: the run waits for a person's answer to ``ask(state)``;

@@ -4,7 +4,7 @@
   ``fn(state, ctx)``, returning an update.
 * :class:`AgentNode`: a whole :class:`~arknb.AgentRuntime` built by ``runtime_factory``
   (as for ``ark.SubAgent``) under its own session; its prompt comes from the state and
-  its final text goes into one field.
+  its final text, or its typed answer (``output_type``), goes into one field.
 * :class:`HumanNode`: a question to a person; their answer, checked against the
   node's type, goes into one field.
 * :class:`MapNode`: one function applied to each item of a list taken from the state,
@@ -106,11 +106,13 @@ class FunctionNode(Node):
 @dataclass(slots=True)
 class AgentNode(Node):
     """An agent node: ``runtime_factory(session_id)`` builds the runtime; ``prompt(state)``
-    gives its input; its final text goes into ``output``."""
+    gives its input; its final text goes into ``output``, or its typed answer when
+    ``output_type`` (or the runtime's own ``output_type``) asks for one."""
 
     runtime_factory: Callable[[str], Any] | None = None
     prompt: Callable[[Any], Any] | None = None
     output: str = ""
+    output_type: Any = None
     kind = "agent"
 
     async def build(self, session_id: str) -> Any:

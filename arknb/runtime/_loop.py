@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, FinishReason, ToolResult, ToolRisk
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, FinishReason, ToolCall, ToolResult, ToolRisk
 from ..events import EventTypes
 from ..events.envelope import flat_payload
 from ..hooks import (
@@ -128,6 +128,7 @@ async def _start(rt: AgentRuntime, ctx: RunContext, new_input, resume_batch, res
     else:
         rt._emit(EventTypes.AGENT_STARTED, lambda: {"input": jsonable(new_input or ()), "resumed": False})
     if new_input is not None:
+        rt._set_state(run_output=ctx.output.saved())  # so a restored pause asks for the same (DESIGN §17)
         rt.loop_detector.reset()
         if rt._pipeline.has(HookSlot.BEFORE_RUN):
             decision = await rt._pipeline.before_run(BeforeRunHookContext(
@@ -329,11 +330,13 @@ async def _turn(rt: AgentRuntime, ctx: RunContext) -> NextStep:
     ctx.turn += 1
     rt._set_state(current_loop_count=ctx.turn, total_loop_count=rt.state.total_loop_count + 1)
     response = await call_model(rt, ctx)
-    message = response.message
+    message = _note_finish(rt, ctx, response)
     rt._append_history((message,), usage=response.usage)
-    _note_finish(rt, ctx, response)
     await autosave(rt, ctx, "after_model_text")
     if message.tool_calls and not ctx.output.answers(message):
+        cut = _cut_call(message) if ctx.truncated else None
+        if cut is not None:
+            return _end_cut_reply(rt, ctx, message, cut)
         hit = rt.loop_detector.observe(message.tool_calls)
         if hit is not None:
             return await _on_loop(rt, ctx, message, hit)
@@ -369,14 +372,50 @@ async def _execute_and_complete(rt, ctx, batch_id, message, allowed, denied, set
     return step
 
 
-def _note_finish(rt: AgentRuntime, ctx: RunContext, response) -> None:
+def _note_finish(rt: AgentRuntime, ctx: RunContext, response) -> AgentMessage:
     """An answer cut at max_tokens is said so (DESIGN §17): the run's result is marked
-    truncated if its final answer is, and ``llm.truncated`` tells the chat and the timeline."""
+    truncated if its final answer is, ``llm.truncated`` tells the chat and the timeline,
+    and the message is saved marked (``truncated``), so a restored chat marks it too."""
     ctx.truncated = response.finish_reason is FinishReason.LENGTH
-    if ctx.truncated:
-        rt._emit(EventTypes.LLM_TRUNCATED, lambda: flat_payload(
-            turn=ctx.turn, finish_reason=response.finish_reason.value, max_tokens=rt.config.max_tokens,
-            output_tokens=response.usage.output_tokens if response.usage.reported else None))
+    if not ctx.truncated:
+        return response.message
+    rt._emit(EventTypes.LLM_TRUNCATED, lambda: flat_payload(
+        turn=ctx.turn, finish_reason=response.finish_reason.value, max_tokens=rt.config.max_tokens,
+        output_tokens=response.usage.output_tokens if response.usage.reported else None))
+    return response.message.model_copy(update={"truncated": True})
+
+
+def _cut_call(message: AgentMessage) -> ToolCall | None:
+    """The call a reply cut at max_tokens stopped inside (arguments not a whole JSON object)."""
+    for call in reversed(message.tool_calls):
+        try:
+            call.arguments
+        except ArkError:
+            return call
+    return None
+
+
+def _end_cut_reply(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, cut: ToolCall) -> NextStep:
+    """A reply cut inside a tool call (DESIGN §17): no call of it runs, none is shown to a
+    person for approval; the cut one is answered as such, the others as not executed, and
+    the run ends truncated, saying which call was cut and how to avoid it."""
+    limit = f"max_tokens={rt.config.max_tokens}" if rt.config.max_tokens else "the server's token limit"
+    why = (f"the reply was cut at {limit} (finish reason length) inside tool call "
+           f"{cut.name!r} ({cut.id}): its arguments are incomplete JSON, so it was not run")
+    answers = []
+    for call in message.tool_calls:
+        is_cut = call.id == cut.id
+        result = ToolResult.from_text(
+            f"not executed: {why}" if is_cut else "not executed: the reply was cut at max_tokens", is_error=True,
+            error_code=(ErrorCode.TOOL_CALL_TRUNCATED if is_cut else ErrorCode.NOT_EXECUTED).value)
+        answers.append(tool_message(call, result))
+        # Refused by the runtime, as a hook refuses a call: the chat's card and the timeline say why.
+        rt._emit(EventTypes.TOOL_DENIED, lambda call=call, result=result: flat_payload(
+            call=call_payload(call), result=result_payload(result), reason=result.text, hook=None, batch_id=None))
+    rt._append_history(answers)
+    return NextStep.stop(StopReason.COMPLETED, message=message, error=ArkError(
+        ErrorLayer.TOOL, ErrorCode.TOOL_CALL_TRUNCATED, f"{why}; no call of that reply ran. Raise "
+        "ModelConfig.max_tokens (or ask for fewer or shorter calls) and run again"))
 
 
 async def _complete_turn(rt: AgentRuntime, ctx: RunContext, message: AgentMessage, *, has_tools: bool) -> NextStep:

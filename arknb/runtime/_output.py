@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, ModelRequest, Role, ToolCall, ToolDefinition, \
-    ToolResult, invalid_argument
+from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, MessageOutput, ModelRequest, Role, ToolCall, \
+    ToolDefinition, ToolResult, invalid_argument
 from ..events import EventTypes
+from ..state import SavedOutputType
 from ..events.envelope import flat_items, flat_payload
 from ._tool_batch import tool_message
 from .output import FINAL_RESULT_TOOL, OutputErrors, OutputSpec
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from .runtime import AgentRuntime
 
-__all__ = ["OutputPhase", "output_phase"]
+__all__ = ["OutputPhase", "output_phase", "restored_phase"]
 
 _ACCEPTED = "Final answer accepted."
 _NOT_RUN = "not executed: the final answer was given in the same turn"
@@ -59,6 +60,14 @@ class OutputPhase:
     def check_tools(self, names: Any) -> None:
         """Refuse a configuration the phase cannot work with (a tool name it needs)."""
 
+    def saved(self) -> SavedOutputType | None:
+        """What the state keeps of this phase, so a restored paused run asks for the same."""
+        return None
+
+    def unavailable(self) -> ArkError | None:
+        """Why a restored paused run cannot go on with this phase (None: it can)."""
+        return None
+
 
 class _TypedOutput(OutputPhase):
     """An answer of ``spec``'s type, asked for in ``mode`` ("native" or "tool")."""
@@ -80,6 +89,14 @@ class _TypedOutput(OutputPhase):
             raise invalid_argument(f"a tool is named {FINAL_RESULT_TOOL!r}, the name a typed answer uses when the "
                                    "model has no native JSON-schema output; rename the tool, or use "
                                    "output_mode='native' with a model that supports it")
+
+    def saved(self) -> SavedOutputType | None:
+        t = self.spec.output_type
+        module, qualname = getattr(t, "__module__", None), getattr(t, "__qualname__", None)
+        path = f"{module}:{qualname}" if isinstance(module, str) and isinstance(qualname, str) \
+            and "<locals>" not in qualname and isinstance(t, type) else ""
+        return SavedOutputType(name=self.spec.name, schema_text=_canonical(self.spec.json_schema), type_path=path,
+                               mode=self.mode)
 
     def shape(self, request: ModelRequest) -> ModelRequest:
         if self.spec.is_text:
@@ -104,6 +121,9 @@ class _TypedOutput(OutputPhase):
         if self.spec.is_text:  # a plain text answer: nothing was validated, nothing to show apart
             return NextStep.final(message, output=value)
         payload_value = self.spec.to_json(value)
+        # Saved with its message: a restored chat shows the table, a restored graph the value.
+        message = rt._note_message(message, output=MessageOutput(
+            name=self.spec.name, json_text=json.dumps(payload_value, ensure_ascii=False)))
         rt._emit(EventTypes.OUTPUT_VALIDATED, lambda: flat_payload(
             turn=ctx.turn, mode=self.mode, name=self.spec.name, retries=self.retries,
             output=_frozen_json(payload_value)))
@@ -173,6 +193,70 @@ class _TypedOutput(OutputPhase):
 def _frozen_json(value: Any) -> Any:
     from ..domain.frozen import freeze
     return freeze(value, "an event payload is read-only") if isinstance(value, (dict, list)) else value
+
+
+class _UnknownOutput(OutputPhase):
+    """A restored paused run's output type that this process cannot rebuild: the run is not
+    continued (decisions and resume are refused, nothing saved) until it is given."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: SavedOutputType) -> None:
+        self.record = record
+
+    def saved(self) -> SavedOutputType | None:
+        return self.record
+
+    def unavailable(self) -> ArkError | None:
+        where = f" (defined as {self.record.type_path})" if self.record.type_path else ""
+        return ArkError(ErrorLayer.CONFIG, ErrorCode.OUTPUT_TYPE_UNAVAILABLE,
+                        f"the paused run asked for a typed answer of type {self.record.name}{where}, which this "
+                        f"process cannot rebuild: define it, then set runtime.output_type = {self.record.name} (or "
+                        f"restore with output_type={self.record.name}) before deciding or resuming; nothing was "
+                        "changed")
+
+    def shape(self, request: ModelRequest) -> ModelRequest:
+        raise self.unavailable()
+
+
+def _canonical(schema: Any) -> str:
+    return json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _import_type(path: str) -> Any:
+    """The type at ``module:qualname`` if its module is loaded (never imports anything)."""
+    import sys
+    module_name, _, qualname = path.partition(":")
+    target: Any = sys.modules.get(module_name)
+    for part in qualname.split(".") if target is not None and qualname else ():
+        target = getattr(target, part, None)
+        if target is None:
+            return None
+    return target if target is not sys.modules.get(module_name) else None
+
+
+def restored_phase(record: SavedOutputType | None, own: OutputPhase, *, model: Any,
+                   max_retries: int) -> OutputPhase:
+    """The output phase a restored paused run goes on with.
+
+    The run asked for ``record`` when it started: the runtime's own output type if it has
+    the same schema, else the type found where it was defined (a class defined in a
+    module this process has loaded, or in the notebook's ``__main__`` once its cell ran
+    again), else a phase that refuses to continue, saying which type to give.
+    """
+    if record is None:  # (a state saved before arknb kept it: the runtime's own, as then)
+        return own
+    if own.spec is not None and _canonical(own.spec.json_schema) == record.schema_text:
+        return own
+    found = _import_type(record.type_path) if record.type_path else None
+    if found is not None:
+        try:
+            spec = OutputSpec.of(found)
+        except ArkError:
+            spec = None
+        if spec is not None and _canonical(spec.json_schema) == record.schema_text:
+            return _TypedOutput(spec, record.mode if record.mode in ("native", "tool") else "text", max_retries)
+    return _UnknownOutput(record)
 
 
 TEXT = OutputPhase()

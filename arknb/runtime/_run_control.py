@@ -223,6 +223,9 @@ class RunControl:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.NOTHING_TO_RESUME,
                            f"session {self.session_id!r} has no suspended run to resume "
                            f"(last run ended {state.last_stop_reason or 'never started'})")
+        missing = self._run_output.unavailable()
+        if missing is not None:
+            raise missing
 
     # -- ApprovalHost ---------------------------------------------------------------
 
@@ -259,6 +262,9 @@ class RunControl:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(approval_id, detached_error(self))
             await self._extensions.restored()  # a state given to the constructor: tell the extensions first
+            missing = self._run_output.unavailable()  # a restored run's type this process cannot rebuild
+            if missing is not None:
+                return ApprovalDecisionResult.failure(approval_id, missing)
             try:
                 return await apply_decision(self, approval_id, ApprovalDecision(decision), deny_reason, batch_id)
             finally:
@@ -284,6 +290,9 @@ class RunControl:
         async with self._approval_lock:
             if self._detached is not None or self.closed:
                 return ApprovalDecisionResult.failure(item_id, detached_error(self))
+            missing = self._run_output.unavailable()
+            if missing is not None:
+                return ApprovalDecisionResult.failure(item_id, missing)
             try:
                 return await apply_in_doubt_decision(self, item_id, resolution, text)
             finally:

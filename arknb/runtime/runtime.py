@@ -40,7 +40,7 @@ from ._in_doubt import InDoubtKind, pause_interrupted_run
 from ._context import RunContext
 from ._extension_host import ExtensionHost, ToolKind, make_scope
 from ._invocation import make_invocations
-from ._output import OutputPhase, output_phase
+from ._output import OutputPhase, output_phase, restored_phase
 from ._keywords import keyword_extensions
 from ._redaction import Redactor
 from ._run_control import RunControl
@@ -363,6 +363,10 @@ class AgentRuntime(RunControl):
                 # (DESIGN §13), however the session is opened: so new input is refused
                 # until they are decided, and never meets an unpaired call.
                 await pause_interrupted_run(self)
+                if found.is_running and self._active is None:
+                    # A paused run goes on asking for the type it asked for (DESIGN §17).
+                    self._run_output = restored_phase(found.run_output, self._run_output, model=self.model,
+                                                      max_retries=self.max_output_retries)
             self._loaded = True
             if found is not None:
                 await resolve_decided_batch(self)  # (a batch saved fully decided, yet pending)
@@ -471,6 +475,21 @@ class AgentRuntime(RunControl):
         if usage is not None:
             updates["usages"] = state.usages + (usage,)
         self._state = state.model_copy(update=updates)
+
+    def _note_message(self, message: AgentMessage, **notes: Any) -> AgentMessage:
+        """``message`` (in history) with the runtime's notes on it (e.g. its validated typed
+        answer, DESIGN §17), put in its place in history so they are saved with it."""
+        history = self._state.history
+        index = next((i for i in range(len(history) - 1, -1, -1) if history[i] is message), None)
+        if index is None:
+            return message
+        noted = message.model_copy(update=notes)
+        checked = self._redactor.checked_from(history) == len(history)
+        history = history[:index] + (noted,) + history[index + 1:]
+        self._state = self._state.model_copy(update={"history": history})
+        if checked:  # (the notes come from the redacted message: nothing new to check)
+            self._redactor.mark_checked(history)
+        return noted
 
     def _answer_unanswered(self, why: str) -> None:
         calls = unanswered_calls(self._state.history)

@@ -6,6 +6,7 @@ Everything here is pure data or storage: it imports only :mod:`arknb.domain`.
 # state
 from .agent_state import SCHEMA_VERSION, AgentState
 from .migrations import MIGRATIONS, migrate
+from .run_output import SavedOutputType
 
 # approvals
 from .approvals import (
@@ -27,7 +28,7 @@ from .secrets import ENV_SUFFIXES, REDACTED, Redaction, SecretLint, environment_
 
 __all__ = [
     "CONTEXT_SLICE", "ContextSummary", "ENV_SUFFIXES", "MIGRATIONS", "PLAN_KIND", "PLAN_SLICE", "REDACTED", "RESOLVED_APPROVALS_KEPT",
-    "SCHEMA_VERSION", "SKILLS_SLICE", "AgentState", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall",
+    "SCHEMA_VERSION", "SKILLS_SLICE", "AgentState", "SavedOutputType", "ApprovalDecision", "ApprovalDecisionResult", "DeniedCall",
     "FileStateStorage", "MemoryStateStorage", "PendingApprovalBatch", "PendingApprovalItem", "PendingPlanReview",
     "Plan", "PlanItem", "Redaction", "ResolvedApproval", "SecretLint", "StateStorage", "TodoStatus",
     "active_skills_of", "context_summaries_of", "environment_secrets", "migrate", "plan_of", "redact_value", "state_conflict",

@@ -25,6 +25,7 @@ from .approvals import PendingApprovalBatch, ResolvedApproval
 from .context import ContextSummary, context_summaries_of
 from .migrations import SCHEMA_VERSION, migrate
 from .plan import Plan, plan_of
+from .run_output import SavedOutputType
 from .skills import active_skills_of
 
 __all__ = ["SCHEMA_VERSION", "AgentState", "current_document", "parse_document"]
@@ -71,6 +72,9 @@ class AgentState(DeepFrozenModel):
             ``RESOLVED_APPROVALS_KEPT``), so a decision repeated after its batch resolved
             gets ``approval_already_resolved`` with the decision that stands (an optional
             field added within schema version 3).
+        run_output: the typed answer the current run asks for (DESIGN §17), so a paused
+            run restored in a new process asks for the same type (None: plain text; an
+            optional field, left out of the JSON when None).
 
     Example:
         >>> state = AgentState(session_id="demo")
@@ -100,6 +104,7 @@ class AgentState(DeepFrozenModel):
     revision: int = Field(default=0, ge=0)
     extensions: Annotated[dict[str, Any], _EXTENSIONS] = Field(default_factory=lambda: _EXTENSIONS.freeze({}))
     resolved_approvals: tuple[ResolvedApproval, ...] = ()
+    run_output: SavedOutputType | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
     def plan(self) -> Plan | None:

@@ -18,7 +18,7 @@ from ._static_html import esc
 if TYPE_CHECKING:
     from ._transcript import Transcript
 
-__all__ = ["OUTPUT_HANDLERS", "output_html"]
+__all__ = ["OUTPUT_HANDLERS", "output_html", "saved_answer_fields"]
 
 _FINAL_RESULT = "final_result"
 _MAX_ROWS = 50
@@ -60,6 +60,21 @@ def _on_truncated(t: Transcript, p: Mapping[str, Any]) -> None:
     answer = _last(t, "assistant")
     if answer is not None:
         t._set(answer, truncated=True)
+
+
+def saved_answer_fields(message: Any) -> dict[str, Any]:
+    """The ``output`` and ``truncated`` fields of a restored assistant entry, from the notes
+    the runtime saved on its message (``AgentMessage.output`` / ``.truncated``)."""
+    fields: dict[str, Any] = {}
+    output = getattr(message, "output", None)
+    if output is not None:
+        try:
+            fields["output"] = {"name": str(output.name), "value": output.value()}
+        except ValueError:  # (written by the runtime as JSON: only a hand-edited state gets here)
+            pass
+    if getattr(message, "truncated", False):
+        fields["truncated"] = True
+    return fields
 
 
 OUTPUT_HANDLERS = {

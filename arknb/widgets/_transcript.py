@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from ._chat_media import user_fields
 from ._chat_ops import ChangeLog, Stream
-from ._chat_output import OUTPUT_HANDLERS
+from ._chat_output import OUTPUT_HANDLERS, saved_answer_fields
 from ._payload import call_fields, error_text, jsonable, message_fields, result_fields
 
 __all__ = ["Transcript"]
@@ -115,7 +115,8 @@ class Transcript:
         if role == "user":
             self._add("user", **user_fields(raw if raw is not None else m["text"]))
         elif role == "assistant":
-            self._add("assistant", text=m["text"], reasoning=m["reasoning"], streaming=False, run_id=run_id)
+            self._add("assistant", text=m["text"], reasoning=m["reasoning"], streaming=False, run_id=run_id,
+                      **saved_answer_fields(raw))
             for call in m["tool_calls"]:
                 self._tool(call, status="requested")
         elif role == "tool":

@@ -18,8 +18,16 @@ from pydantic import BaseModel
 import arknb as ark
 
 
+class Verdict(BaseModel):
+    """The typed answer of the ``typed_agent`` scenario's node (found again by module path after a crash)."""
+
+    published: bool
+    where: str
+
+
 class Work(BaseModel):
     topic: str
+    verdict: Verdict | None = None
     notes: Annotated[list[str], ark.append] = []
     answer: str = ""
     approved: bool | None = None
@@ -46,7 +54,7 @@ async def _stop_here(what: str) -> None:
 
 def build(scenario: str, store, effects: Path, *, stop_at: str | None = None, idempotent: bool = False,
           turns: list | None = None) -> ark.Graph:
-    """The graph of ``scenario``: ``function``, ``agent``, ``map`` or ``human``."""
+    """The graph of ``scenario``: ``function``, ``agent``, ``typed_agent``, ``map`` or ``human``."""
     g = ark.Graph(f"crash_{scenario}", state=Work)
 
     def step(name: str, update):
@@ -63,7 +71,7 @@ def build(scenario: str, store, effects: Path, *, stop_at: str | None = None, id
         step("slow", lambda s: {"answer": "slow answer"})
         step("finish", lambda s: {"notes": "finished"})
         g.edge("research", "slow"); g.edge("slow", "finish")
-    elif scenario == "agent":
+    elif scenario in ("agent", "typed_agent"):
         @ark.tool
         async def publish(text: str) -> str:
             """Publish the text."""
@@ -72,14 +80,20 @@ def build(scenario: str, store, effects: Path, *, stop_at: str | None = None, id
                 await _stop_here("publish")  # a tool mid-call: the kill comes while it runs
             return "published"
 
+        typed = scenario == "typed_agent"
+        last = ark.ScriptedTurn(output=Verdict(published=True, where="blog")) if typed else "Published it."
         script = turns if turns is not None else [
             ark.ScriptedTurn(tool_calls=[ark.ToolCall(id="c1", name="publish", arguments_json='{"text": "hi"}')]),
-            "Published it."]
+            last]
 
         def factory(session_id: str) -> ark.AgentRuntime:
             return ark.AgentRuntime(ark.ScriptedModel(script), tools=[publish], storage=store, session_id=session_id)
 
-        g.agent("writer", factory, prompt=lambda s: f"Write about {s.topic}", output="answer")
+        if typed:  # the node asks its runtime (which has no output_type) for a Verdict
+            g.agent("writer", factory, prompt=lambda s: f"Write about {s.topic}", output="verdict",
+                    output_type=Verdict)
+        else:
+            g.agent("writer", factory, prompt=lambda s: f"Write about {s.topic}", output="answer")
         step("finish", lambda s: {"notes": "finished"})
         g.edge("research", "writer"); g.edge("writer", "finish")
     elif scenario == "map":

@@ -18,7 +18,7 @@ import pytest
 import arknb as ark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _crash_graphs import build, build_plan, open_store  # noqa: E402
+from _crash_graphs import Verdict, build, build_plan, open_store  # noqa: E402
 
 CHILD = Path(__file__).with_name("_graph_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,6 +126,25 @@ async def test_an_agent_node_killed_mid_tool_resumes_its_child_session(place, tm
         await run.wait()
         assert run.status == "completed", run.error
         assert run.state.answer == "Published it."
+        assert counts(effects) == Counter({"research": 1, "publish": 1, "finish": 1})
+    finally:
+        await close(store, run)
+
+
+async def test_a_typed_agent_node_killed_mid_tool_resumes_and_fills_its_field_typed(place, tmp_path) -> None:
+    # The node asked its child (a runtime with no output_type) for a Verdict; the restored
+    # child, in this new process, asks for a Verdict again (found where it was defined).
+    effects = tmp_path / "effects.log"
+    await crash_at(place, "typed_agent", effects, "publish")
+    store, run = await restore(place, "typed_agent", effects,
+                               turns=[ark.ScriptedTurn(output=Verdict(published=True, where="blog"))])
+    try:
+        assert run.status == "awaiting_human"
+        (item,) = run.controller.list_in_doubt()
+        await run.controller.mark_done(item.item_id, "published")
+        await run.wait()
+        assert run.status == "completed", run.error
+        assert run.state.verdict == Verdict(published=True, where="blog")
         assert counts(effects) == Counter({"research": 1, "publish": 1, "finish": 1})
     finally:
         await close(store, run)

@@ -78,6 +78,53 @@ async def test_a_truncated_tool_turn_then_a_whole_answer_is_not_marked(server, m
     assert len([e for e in events if e.type == EventTypes.LLM_TRUNCATED]) == 1  # the cut turn was still said
 
 
+async def test_a_reply_cut_inside_a_tool_call_runs_nothing_and_ends_truncated_saying_so(server, make_client):
+    ran: list[dict] = []
+
+    @ark.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        ran.append({"a": a, "b": b})
+        return a + b
+
+    @ark.tool(risk="dangerous")
+    def wipe(path: str) -> str:
+        """Wipe a folder."""
+        ran.append({"path": path})
+        return "wiped"
+
+    # The first call is whole, the second is cut at max_tokens (what llama-server sends).
+    server.script(Reply([sse(
+        chunk(tool_calls=[{"index": 0, "id": "c1", "type": "function",
+                           "function": {"name": "add", "arguments": '{"a": 17, "b": 25}'}}]),
+        chunk(tool_calls=[{"index": 1, "id": "c2", "type": "function",
+                           "function": {"name": "wipe", "arguments": '{\n "path": "/ho'}}]),
+        chunk(finish="length"), chunk(usage={"prompt_tokens": 9, "completion_tokens": 16}, choices=False))]))
+    runtime = ark.AgentRuntime(make_client(), tools=[add, wipe], config=ModelConfig(max_tokens=16))
+    events = record(runtime)
+    result = await runtime.run("Add, then wipe.")
+    assert ran == [] and len(server.requests) == 1  # nothing ran, nothing was sent back to the model
+    assert result.stop_reason == "completed" and result.truncated is True
+    assert result.error.code == "tool_call_truncated"
+    assert "'wipe' (c2)" in result.error.message and "max_tokens=16" in result.error.message
+    assert "Raise ModelConfig.max_tokens" in result.error.message
+    assert runtime.state.pending_approval is None  # a cut call is never put before a person
+    answers = {m.tool_call_id: m for m in runtime.state.history if m.role == "tool"}
+    assert answers["c2"].is_error and "incomplete JSON" in answers["c2"].text
+    assert answers["c1"].is_error and answers["c1"].text == "not executed: the reply was cut at max_tokens"
+    cut = [m for m in runtime.state.history if m.role == "assistant"][-1]
+    assert cut.truncated is True  # saved marked, as a cut text answer is
+    kinds = [e.type for e in events]
+    assert EventTypes.LLM_TRUNCATED in kinds and EventTypes.TOOL_BEFORE not in kinds
+    assert EventTypes.APPROVAL_REQUIRED not in kinds
+    refused = {e.payload["call"]["id"]: e.payload["reason"] for e in events if e.type == EventTypes.TOOL_DENIED}
+    assert refused["c1"] == "not executed: the reply was cut at max_tokens" and "incomplete JSON" in refused["c2"]
+    success = next(e for e in events if e.type == EventTypes.AGENT_SUCCESS)
+    assert success.payload["truncated"] is True and success.payload["error"]["code"] == "tool_call_truncated"
+    server.script(Reply([sse(chunk("ok"), chunk(finish="stop"))]))
+    assert (await runtime.run("Just add.")).text == "ok"  # the session goes on: every call has its answer
+
+
 # -- usage the server did not send --------------------------------------------------------------
 
 async def test_no_usage_from_the_server_is_unknown_not_zero(server, make_client):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from arknb.domain import (
-    AgentMessage, ArkError, ContentPart, ToolCall, ToolResult, ToolRisk, Usage,
+    AgentMessage, ArkError, ContentPart, MessageOutput, ToolCall, ToolResult, ToolRisk, Usage,
 )
 from arknb.durable import SQLiteStore
 from arknb.state import (
     AgentState, ApprovalDecision, DeniedCall, FileStateStorage, MemoryStateStorage,
-    PendingApprovalBatch, PendingApprovalItem, ResolvedApproval,
+    PendingApprovalBatch, PendingApprovalItem, ResolvedApproval, SavedOutputType,
 )
 
 
@@ -51,7 +51,8 @@ def make_full_state(session_id: str = "demo", **update) -> AgentState:
             AgentMessage.tool("c0", "boom", is_error=True),
             AgentMessage.user(ContentPart.image_base64("aGVsbG8=", "image/png")),
             AgentMessage.user(ContentPart.document(url="https://example.org/a.pdf", name="a.pdf")),
-            AgentMessage.assistant("It is 3 — 三."),
+            AgentMessage.assistant("It is 3 — 三.").model_copy(update={  # the runtime's notes (DESIGN §17)
+                "output": MessageOutput(name="Sum", json_text='{"value": 3, "note": "三"}'), "truncated": True}),
         ),
         usages=(Usage(input_tokens=10, output_tokens=5, reasoning_tokens=2, cached_tokens=1),
                 Usage(input_tokens=7, output_tokens=3)),
@@ -64,6 +65,8 @@ def make_full_state(session_id: str = "demo", **update) -> AgentState:
         event_sequence=42, loop_window=("add:{}", "add:{}"), loop_forgiven=("add:{}",),
         updated_at=1234.5, revision=3,
         extensions={"plan": {"version": 1, "items": [{"content": "look", "status": "pending"}]}},
+        run_output=SavedOutputType(name="Sum", schema_text='{"type":"object"}', type_path="app.models:Sum",
+                                   mode="tool"),
         resolved_approvals=(ResolvedApproval(approval_id="a0", batch_id="b0", call_id="c0", tool_name="rm",
                                              decision=ApprovalDecision.DENIED, deny_reason="no", decided_at=99.0),),
     )

@@ -81,3 +81,41 @@ async def test_the_static_copy_shows_the_typed_answer_as_an_escaped_table(timers
     assert "Oslo <b>" not in page
     assert "<summary>raw answer</summary>" in page  # the raw JSON is kept, folded
     assert "&quot;city&quot;: &quot;Oslo &lt;b&gt;&quot;" in page
+
+
+# -- after a restore (issue 24: the notes are saved with the message) ------------------------------
+
+
+async def test_a_restored_chat_shows_a_typed_answer_as_its_table_and_a_cut_answer_marked(tmp_path, timers):
+    storage = ark.SQLiteStore(tmp_path / "s.sqlite3")
+    first = ark.AgentRuntime(ark.ScriptedModel([ark.ScriptedTurn(output=OSLO),
+                                                ark.ScriptedTurn("It is rather", finish_reason="length")]),
+                             output_type=Weather, storage=storage, session_id="s")
+    await first.run("Weather?")
+    await first.run("And tomorrow?", output_type=str)
+    await first.aclose()
+    again = await ark.AgentRuntime.restore("s", storage=storage, model=ark.ScriptedModel([]))
+    chat, front = chat_for(again, timers)
+    typed, cut = [e for e in front.entries if e["kind"] == "assistant"]
+    assert typed["output"] == {"name": "Weather", "value": {"city": "Oslo <b>", "temp_c": 4.5}}
+    assert "truncated" not in typed
+    assert cut["truncated"] is True and cut["text"] == "It is rather" and "output" not in cut
+    assert front.entries == chat.transcript["entries"]
+    page = chat.to_html()
+    assert '<th scope="row">city</th><td>Oslo &lt;b&gt;</td>' in page and "cut short" in page
+    chat.close()
+    await again.aclose()
+
+
+async def test_a_tool_mode_typed_answer_is_restored_with_its_table(tmp_path, timers):
+    storage = ark.FileStateStorage(tmp_path)
+    model = ark.ScriptedModel([ark.ScriptedTurn(output=OSLO)], json_schema_output=False)
+    first = ark.AgentRuntime(model, output_type=Weather, storage=storage, session_id="s")
+    await first.run("Weather?")
+    again = await ark.AgentRuntime.restore("s", storage=storage, model=ark.ScriptedModel([]))
+    chat, front = chat_for(again, timers)
+    answer = [e for e in front.entries if e["kind"] == "assistant"][-1]
+    assert answer["output"]["value"] == {"city": "Oslo <b>", "temp_c": 4.5}
+    card = [e for e in front.entries if e["kind"] == "tool"][-1]
+    assert (card["name"], card["status"]) == ("final_result", "done")
+    chat.close()

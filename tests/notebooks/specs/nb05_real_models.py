@@ -170,9 +170,52 @@ else:
     print("ARKNB_LLAMA_URL is not set: skipping the llama.cpp server (see above to start one).")
 """),
     md("""
-<!-- LEAD (issue 24, helper 24b): the typed answer from the local server (item 1, 24a's
-output_type=) goes here, between the plain run above and the images below. -->
+## A typed answer
 
+`output_type=` asks the model for an answer of a given type and validates it:
+`result.output` is a pydantic object (`result.text` stays the raw JSON). A local server
+(llama.cpp, Ollama, vLLM) is asked natively with a JSON schema; a model without that
+gets a `final_result` tool instead. A wrong answer goes back to the model with its
+errors (at most twice, `max_output_retries=`), then the run fails with `output_invalid`
+naming the fields. Offline, a scripted model plays a wrong try and then a right one; the
+chat shows the answer as a table (also after a restore: the answer is saved with its
+message).
+"""),
+    code("""
+from pydantic import BaseModel
+
+from arknb.widgets import ChatWidget
+
+
+class Capital(BaseModel):
+    country: str
+    city: str
+
+
+typed = ark.AgentRuntime(ark.ScriptedModel([
+    '{"country": "France", "city": 7}',                              # wrong type: sent back
+    ark.ScriptedTurn(output=Capital(country="France", city="Paris")),
+]), output_type=Capital)
+typed_chat = ChatWidget(typed)
+answer = await typed.run("What is the capital of France?")
+print(repr(answer.output), "| tries:", len(typed.model.requests))
+print([e["output"] for e in typed_chat.transcript["entries"] if e.get("output")])
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+typed_chat
+"""),
+    code("""
+# NBVAL_IGNORE_OUTPUT
+# The same type from the real server: llama.cpp constrains the model to the schema.
+if llama is not None:
+    real_answer = await ark.AgentRuntime(llama, config=ark.ModelConfig(max_tokens=64, temperature=0.0)).run(
+        "What is the capital of France?", output_type=Capital)
+    print(real_answer.stop_reason, "|", repr(real_answer.output), "| truncated:", real_answer.truncated)
+else:
+    print("ARKNB_LLAMA_URL is not set: the typed answer above was scripted.")
+"""),
+    md("""
 ## Images and documents in the chat
 
 A message can carry images and documents as `ContentPart`s. The chat shows an image as a
