@@ -16,7 +16,7 @@ from arknb.widgets._timeline_summary import STATUSES, status, summary
 from arknb.widgets._timeline_wire import decode
 
 from .conftest import BufferedFrontend, Events, call_dict
-from .timeline_trace import XSS_TEXT, one_of_each, story
+from .timeline_trace import XSS_TEXT, as_exported, one_of_each, story
 
 
 def a_run(ev):
@@ -398,7 +398,8 @@ def test_a_recorded_trace_is_read_only_kept_whole_and_exports_jsonl(tmp_path):
     path = tmp_path / "trace.jsonl"
     assert tl.to_jsonl(path) == len(events)
     header, *lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    assert header["arknb_trace"] == 1 and lines == events  # (test_timeline_export.py: the format)
+    assert header["arknb_trace"] == 1 and lines == as_exported(events)  # (test_timeline_export.py: the format)
+    assert lines != events and "sk-not-a-real-keyDone" not in path.read_text(encoding="utf-8")
     assert len(tl.spans()) == len(spans(events)) and len(tl.rows()) == len(events)
 
 

@@ -11,7 +11,7 @@ import arknb as ark
 import arknb.eval as ev
 from arknb.widgets import TimelineWidget
 
-from .timeline_trace import story
+from .timeline_trace import as_exported, story
 
 
 def _lines(path) -> list[dict]:
@@ -24,10 +24,11 @@ def test_a_recorded_timeline_writes_a_trace_with_a_header_that_round_trips(tmp_p
     assert TimelineWidget(events).to_jsonl(path) == len(events)
     header, *body = _lines(path)
     assert header["arknb_trace"] == 1 and header["events"] == len(events) and header["dropped"] == 0
-    assert body == events
+    exported = as_exported(events)  # the credential-shaped raw text redacted, the rest as it was
+    assert body == exported and "sk-not-a-real-keyDone" not in path.read_text(encoding="utf-8")
     back = ev.trace.from_jsonl(path)
-    assert [e.to_dict() for e in back] == events
-    assert TimelineWidget(back).events == events
+    assert [e.to_dict() for e in back] == exported
+    assert TimelineWidget(back).events == exported
 
 
 def test_an_empty_timeline_writes_a_trace_from_jsonl_reads(tmp_path):

@@ -9,6 +9,7 @@ runtime (or the planned capability) gives it.
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 from arknb.events import EventTypes
@@ -54,6 +55,16 @@ def usage(tin: int, tout: int) -> dict[str, int]:
 def assistant(text: str, calls: list[dict[str, Any]] = ()) -> dict[str, Any]:
     return {"role": "assistant", "contents": [{"kind": "text", "text": text}] if text else [],
             "tool_calls": list(calls)}
+
+
+def as_exported(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` as a trace file holds them: every file passes the eval writers' redaction
+    (issue 26: one redaction for every sink), so the credential-shaped raw text of the
+    story's hook rewrite is written as ``[redacted]``."""
+    from arknb.eval._files import export_lint
+
+    redact = export_lint()
+    return [json.loads(redact(json.dumps(e))) for e in events]
 
 
 def story() -> list[dict[str, Any]]:
