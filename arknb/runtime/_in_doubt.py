@@ -36,14 +36,20 @@ RESOLUTIONS = ("rerun", "done", "failed")
 
 
 def in_doubt_batch(rt: AgentRuntime, run_id: str, message, doubts: list[InDoubtCall], allowed=(),
-                   denied=(), finished=()) -> PendingApprovalBatch:
+                   denied=(), finished=(), reused=()) -> PendingApprovalBatch:
     """The paused batch for ``doubts``; ``allowed``, ``denied`` and ``finished`` (answered
-    already: ran before a pause, or settled by a person) are the batch's other calls."""
+    already: ran before a pause, or settled by a person) are the batch's other calls.
+
+    ``reused``: ids of ``allowed`` calls whose result an earlier process committed (they
+    finished before the crash and will never run again). Each item's ``detail`` carries
+    them as ``reused_calls``, so a view tells them from calls that never started."""
     now = rt._clock()
+    detail = {"reused_calls": list(reused)} if reused else {}
     items = tuple(
         PendingApprovalItem(approval_id=d.item_id, tool_call=d.call,
                             risk_level=rt._offered_tools().risk_of(d.call.name) or ToolRisk.SAFE, reason=_why(d),
-                            created_at=now, started_at=d.started_at, attempts=d.attempts, kind=IN_DOUBT)
+                            created_at=now, started_at=d.started_at, attempts=d.attempts, kind=IN_DOUBT,
+                            detail=dict(detail))
         for d in doubts)
     return PendingApprovalBatch(batch_id=rt._new_id("batch"), run_id=run_id, items=items, model_message=message,
                                 created_at=now, allowed_calls=tuple(allowed), denied_calls=tuple(denied),
@@ -107,7 +113,11 @@ async def pause_interrupted_run(rt: AgentRuntime) -> bool:
     waiting = await rt._extensions.waiting_calls(run_id, calls) if rt._extensions else []
     claimed = {w.call.id for w in waiting}
     if any(d.call.id not in claimed for d in doubts):
-        batch = in_doubt_batch(rt, run_id, message, doubts, runnable)  # (a batch holds one kind of decision)
+        # The runnable calls whose result was committed before the crash are reused, not run:
+        # the batch says which, so the chat reads them "reused" (never "waits for your decision").
+        recorded = await rt._invocations.known_results(run_id, runnable, state.current_loop_count)
+        reused = [call.id for call in runnable if recorded.get(call.id) is not None]
+        batch = in_doubt_batch(rt, run_id, message, doubts, runnable, reused=reused)  # (one kind of decision a batch)
         reason = IN_DOUBT
     elif waiting:
         batch = _waiting_batch(rt, run_id, message, waiting, [c for c in runnable if c.id not in claimed])

@@ -90,14 +90,18 @@ class Transcript:
                 m = message_fields(batch["model_message"])
                 if not t._holds(m):
                     t._add_message(m, run_id=str(batch.get("run_id") or ""))
+            reused: set[str] = set()
             for item in batch.get("items") or ():
-                t._note_approval(item)
+                approval = t._note_approval(item)
+                reused.update(str(i) for i in approval["detail"].get("reused_calls") or ())
             for call in batch.get("allowed_calls") or ():
-                # Let through, but answered only once every item is decided (run, or reused
-                # from the record of a process that died): not merely "requested".
+                # Let through, but answered only once every item is decided: not merely
+                # "requested". One that finished before a crash is reused from its record
+                # (the in-doubt items' detail names it), not waiting for the decision.
                 card = t._by_id.get(f"tool:{call_fields(call)['id']}")
                 if card is not None and card["status"] == "requested":
-                    t._card(card, status="queued")
+                    origin = {"origin": "reused"} if card["call_id"] in reused else {}
+                    t._card(card, status="queued", **origin)
             t.status = "awaiting_approval" if any(
                 a["decision"] == "pending" for a in t.approvals.values()) else t.status
         t.log.clear([])
@@ -379,7 +383,10 @@ class Transcript:
     def _on_approval_required(self, p: Mapping[str, Any]) -> None:
         self._close_streams()
         for item in p.get("items") or ():
-            self._note_approval(item)
+            for call_id in self._note_approval(item)["detail"].get("reused_calls") or ():
+                card = self._by_id.get(f"tool:{call_id}")  # finished before a crash: reused, not run again
+                if card is not None and card["status"] == "requested":
+                    self._card(card, status="queued", origin="reused")
 
     def _on_approval_decided(self, p: Mapping[str, Any]) -> None:
         # An in-doubt call's decision is its resolution (rerun / done / failed, DESIGN §13).

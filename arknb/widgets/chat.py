@@ -41,7 +41,7 @@ _DETACHED_WHY = {
 }
 # Traits only the kernel writes; the front end acts through messages (see set_state).
 _KERNEL_TRAITS = frozenset({"_snapshot", "approvals", "status", "read_only", "error", "detached", "input_block",
-                            "suspending", "static_id", "plan", "humans", "max_attachment_bytes"})
+                            "suspending", "static_id", "plan", "humans", "max_attachment_bytes", "session_id"})
 
 
 class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
@@ -106,6 +106,9 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
     max_attachment_bytes = traitlets.Int(DEFAULT_MAX_ATTACHMENT_BYTES).tag(sync=True)
     """The send box's size cap per pasted or dropped file (bytes); a bigger one is refused
     with its size and the cap, in the browser and again here."""
+    session_id = traitlets.Unicode("").tag(sync=True)
+    """The runtime's session: a chat a newer one replaced links to the live chat of the same
+    session on the page (``js/src/lib/live_chat_link.js``)."""
     plan = traitlets.Dict().tag(sync=True)
     """The planner's todo list (``{}`` before any plan): ``version``, ``items`` (``content``,
     ``status``), ``approved``, ``mode``; replaced each time ``write_todos`` changes it."""
@@ -136,6 +139,7 @@ class ChatWidget(RuntimeWidget, anywidget.AnyWidget):
             self.read_only = True
         else:
             check_runtime(runtime, "ChatWidget")
+            self.session_id = str(getattr(runtime, "session_id", "") or "")
             self._transcript = self._from_state()
             self._plan = PlanPanel.from_state(runtime.state)
             for event in events or ():

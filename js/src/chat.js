@@ -8,6 +8,7 @@ import { h, prettyJson, setChildren } from "./lib/dom.js";
 import { renderMarkdown } from "./lib/markdown.js";
 import { diffView } from "./lib/diff.js";
 import { subagentView } from "./lib/subagent_view.js";
+import { liveChatLink } from "./lib/live_chat_link.js";
 import { hideStaticTwin } from "./lib/static_twin.js";
 import { storeFor } from "./chat_store.js";
 import { planReviewCard, todoPanel } from "./chat_plan.js";
@@ -158,6 +159,7 @@ function createView(model, el, store) {
       h("span", { class: "arknb-spacer" }), suspendBtn, resumeBtn, stopBtn),
     detachedBar, suspendingBar, errorBar, log, todos.root, approvalsBox, composer);
   input.value = store.draft;
+  const liveLink = liveChatLink(root, () => model.get("session_id") || "");
 
   const isDetached = () => !!model.get("detached") || kernelGone(el, store);
   const inputBlock = () => (kernelGone(el, store) ? KERNEL_GONE : model.get("input_block") || "");
@@ -198,8 +200,11 @@ function createView(model, el, store) {
     root.dataset.status = st;
     root.dataset.readOnly = String(ro);
     root.dataset.detached = String(detached);
+    root.dataset.session = model.get("session_id") || "";
     detachedBar.textContent = detachedText;
+    detachedBar.append(liveLink.root);
     detachedBar.hidden = !detachedText;
+    liveLink.update(!!model.get("detached"));
     const busy = (a) => pendingActions.has(a);
     const suspending = !!model.get("suspending") || busy(Action.SUSPEND);
     stopBtn.disabled = ro || detached || busy(Action.STOP) || !["running", "suspended", "awaiting_approval"].includes(st);

@@ -11,6 +11,7 @@ import { VirtualList } from "./lib/virtual_list.js";
 import { renderWaterfall, waterfallKeys } from "./lib/timeline_waterfall.js";
 import { renderDetail } from "./lib/timeline_detail.js";
 import { hideStaticTwin } from "./lib/static_twin.js";
+import { traceJsonl } from "./lib/trace_export.js";
 
 const ROW_H = 22;          // px per row (timeline.css agrees)
 const SLICE_MS = 8;        // a refilter works this long, then lets the page breathe
@@ -114,7 +115,7 @@ function render({ model, el }) {
   const runSel = h("select", { class: "arknb-select", testid: "arknb-timeline-run", "aria-label": "Run" });
   const hideChunks = h("input", { type: "checkbox", testid: "arknb-timeline-hide-chunks" });
   const exportBtn = h("button", { class: "arknb-btn", testid: "arknb-timeline-export", type: "button",
-    title: "Download the loaded events as JSON lines" }, "Export JSONL");
+    title: "Download the loaded events as an arknb trace (JSON lines, header first)" }, "Export JSONL");
   const count = h("span", { class: "arknb-muted", testid: "arknb-timeline-count", "aria-live": "polite" });
   const totals = h("div", { class: "arknb-totals", testid: "arknb-timeline-totals" });
   const spanChip = h("button", { type: "button", class: "arknb-chip", testid: "arknb-timeline-span-filter", hidden: true,
@@ -346,9 +347,9 @@ function render({ model, el }) {
   }
 
   function exportJsonl() {
-    const lines = [];
-    for (let pos = store.lo; pos < store.hi; pos++) lines.push(JSON.stringify(store.at(pos)));
-    const text = lines.join("\n") + (lines.length ? "\n" : "");
+    const events = [];
+    for (let pos = store.lo; pos < store.hi; pos++) events.push(store.at(pos));
+    const text = traceJsonl(events, store.lo);  // (header first: the events before lo are not in it)
     const url = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
     const a = h("a", { href: url, download: "arknb-trace.jsonl", hidden: true });
     root.append(a);

@@ -80,6 +80,16 @@ def test_run_all_notebook_03_then_approve_everything_runs_each_call_once(lab):
     expect(first.locator("[data-testid='arknb-approve']:not([disabled])")).to_have_count(0)
     first.scroll_into_view_if_needed()
     lab.screenshot("detached_first_chat", locator=first)
+    # Its banner links to the live chat of its session on this page (issue 25 item 4).
+    first.get_by_test_id("arknb-go-live").click()
+    live = lab.page.evaluate("""(stale) => {
+      const input = document.activeElement, chat = input && input.closest("[data-testid='arknb-chat']");
+      return chat && input.dataset.testid === 'arknb-input' && chat !== stale
+        && chat.dataset.session === stale.dataset.session && chat.dataset.detached === 'false'
+        && chat.getBoundingClientRect().bottom > 0 && chat.getBoundingClientRect().top < innerHeight;
+    }""", first.element_handle())
+    assert live, "Go to the live chat did not bring the live chat of the session into view"
+    lab.screenshot("went_to_live_chat")
     assert _pending_everywhere(lab) == 1
     expect(_live_approves(lab)).to_have_count(1)
     lab.screenshot("run_all_03", full_page=True)

@@ -47,6 +47,12 @@ def _07_restored_with_its_card(lab):
     chat = lab.page.locator(CHAT).first
     card = chat.get_by_test_id("arknb-in-doubt")
     card.wait_for()
+    # Before anyone decides: the fetches that finished before the kill read "reused" (their
+    # saved results stand), the call in doubt does not (issue 25 item 2).
+    badge = "[data-call-id='{}'] [data-testid='arknb-tool-status']"
+    expect(chat.locator(badge.format("c1"))).to_have_text("reused")
+    expect(chat.locator(badge.format("c2"))).to_have_text("reused")
+    expect(chat.locator(badge.format("c3"))).not_to_have_text("reused")
     return chat, card
 
 

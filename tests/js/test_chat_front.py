@@ -447,3 +447,33 @@ def test_an_in_doubt_card_offers_rerun_mark_done_and_mark_failed(harness):
     assert card.get_by_test_id("arknb-approval-error").inner_text() == "operation_not_in_doubt: decided elsewhere"
     card.get_by_test_id("arknb-rerun").click()
     assert (harness.sent()[-1]["type"], harness.sent()[-1]["approval_id"]) == ("rerun", "op_1")
+
+
+def test_a_chat_a_newer_one_replaced_links_to_the_live_chat_of_its_session(harness):
+    """Issue 25 item 4: both views on one page (a notebook after Run All): the stale chat's
+    banner offers "Go to the live chat", which scrolls to the live chat of the same session
+    (not another session's) and puts the cursor in its input."""
+    page = harness.page
+    harness.mount("chat", base_state(session_id="s1"))
+    page.evaluate("() => { window.stale = window.w; }")
+    harness.mount("chat", base_state(session_id="other"))  # live, but another session's
+    page.evaluate("() => { window.w.el.style.marginTop = '3000px'; }")
+    harness.mount("chat", base_state(session_id="s1"))
+    page.evaluate("() => { window.w.el.style.marginTop = '3000px'; }")
+    page.evaluate("() => window.stale.model.set('detached', "
+                  "'A newer chat took over this session: the live one is further down.')")
+    link = page.locator("[data-testid='arknb-go-live']:visible")  # (every chat has one, hidden)
+    assert link.count() == 1 and link.inner_text() == "Go to the live chat"
+    assert page.evaluate("() => window.stale.el.contains(document.querySelector(\"[data-testid='arknb-go-live']:not([hidden])\"))")
+    link.click()
+    focused = page.evaluate("""() => document.activeElement === window.w.el.querySelector("[data-testid='arknb-input']")""")
+    assert focused
+    top = page.evaluate("() => window.w.el.getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"]
+
+
+def test_a_detached_chat_with_no_live_chat_of_its_session_on_the_page_shows_no_link(harness):
+    harness.mount("chat", base_state(session_id="s1"))
+    harness.set("detached", "This chat's runtime was closed (runtime.aclose()), so it can no longer act.")
+    assert harness.page.get_by_test_id("arknb-detached").is_visible()
+    assert harness.page.get_by_test_id("arknb-go-live").is_hidden()

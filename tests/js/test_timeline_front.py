@@ -142,8 +142,33 @@ def test_column_batches_arrive_exactly_as_the_kernel_has_them(harness):
     wait_count(harness, len(everything), len(everything))
     with harness.page.expect_download() as info:
         harness.page.get_by_test_id("arknb-timeline-export").click()
-    lines = open(info.value.path(), encoding="utf-8").read().splitlines()
+    header, *lines = open(info.value.path(), encoding="utf-8").read().splitlines()
+    assert json.loads(header)["events"] == len(everything)
     assert [json.loads(line) for line in lines] == everything
+
+
+def _export(harness):
+    with harness.page.expect_download() as info:
+        harness.page.get_by_test_id("arknb-timeline-export").click()
+    return info.value.path()
+
+
+def test_the_export_button_writes_a_trace_file_that_from_jsonl_reads(harness):
+    """Issue 26 item 6: the JS export writes the DESIGN §11 header (as TimelineWidget.to_jsonl
+    does), so ev.trace.from_jsonl reads the downloaded file back, event for event; an empty
+    view's file is a header that reads as no events (not a 0-byte file it refuses)."""
+    from arknb.eval.trace import TRACE_VERSION, from_jsonl
+
+    events = story()
+    mount(harness, events)
+    path = _export(harness)
+    header = json.loads(open(path, encoding="utf-8").readline())
+    assert header["arknb_trace"] == TRACE_VERSION and header["events"] == len(events)
+    assert header["dropped"] == 0 and header["first_sequence"] == events[0]["sequence"]
+    assert [e.to_dict() for e in from_jsonl(path)] == events
+    harness.emit({"type": "events", "start": 0, "first": 0, "events": [], "reset": True})
+    harness.frames()
+    assert from_jsonl(_export(harness)) == []
 
 
 def test_every_event_type_has_the_python_summary_and_status(harness):

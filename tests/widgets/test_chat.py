@@ -592,3 +592,17 @@ async def test_a_saved_session_that_cannot_be_read_is_named_in_the_chat(timers):
     timers.advance(0.1)
     assert "could not load the saved session: state_corrupt: /tmp/s.json" in chat.error
     assert chat.status == "idle"
+
+
+def test_the_chat_names_its_session_for_the_views_and_a_view_cannot_change_it():
+    """A stale view finds the live chat of the same session by it (issue 25 item 4)."""
+    import arknb as ark
+
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]), session_id="workshop-1")
+    chat = ChatWidget(runtime, interval=0, call_later=lambda delay, callback: None)
+    try:
+        assert chat.session_id == "workshop-1"
+        chat.set_state({"session_id": "someone-else"})
+        assert chat.session_id == "workshop-1"
+    finally:
+        chat.close()

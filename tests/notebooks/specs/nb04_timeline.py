@@ -18,6 +18,7 @@ as JSONL. It stays fast for long sessions (only the rows on screen are drawn) an
 the saved notebook shows a static summary where no kernel runs.
 """),
     code("""
+import asyncio
 import json
 import tempfile
 from pathlib import Path
@@ -28,18 +29,21 @@ import arknb as ark
 @ark.tool
 async def fetch_weather(city: str) -> str:
     \"\"\"Current weather for a city.\"\"\"
+    await asyncio.sleep({"Paris": 0.15, "Oslo": 0.3}.get(city, 0.1))  # a weather service takes a moment
     return {"Paris": "18°C, cloudy", "Oslo": "4°C, snow"}.get(city, "unknown")
 
 
+
+# Small delays between streamed chunks (and in the tool) give the waterfall's spans real widths.
 model = ark.ScriptedModel([
     ark.ScriptedTurn(reasoning=["Two cities: ", "call the tool twice."],
-                     text="Checking both cities.",
+                     text=["Checking ", "both ", "cities."], chunk_delay=0.05,
                      tool_calls=[
                          ark.ToolCall(id="w1", name="fetch_weather", arguments_json='{"city": "Paris"}', index=0),
                          ark.ToolCall(id="w2", name="fetch_weather", arguments_json='{"city": "Oslo"}', index=1),
                      ],
                      usage=ark.Usage(input_tokens=42, output_tokens=12)),
-    ark.ScriptedTurn(text=["Paris: 18°C, cloudy. ", "Oslo: 4°C, snow."],
+    ark.ScriptedTurn(text=["Paris: 18°C, cloudy. ", "Oslo: ", "4°C, snow."], chunk_delay=0.05,
                      usage=ark.Usage(input_tokens=80, output_tokens=10)),
 ])
 runtime = ark.AgentRuntime(model, tools=[fetch_weather])
@@ -93,7 +97,7 @@ for span in timeline.spans():
 `to_jsonl` writes a trace file: a header line (the format's version, how many events,
 and how many older ones the widget no longer kept), then one event per line; it is what
 `arknb.eval.trace.from_jsonl` reads. The widget's **Export** button downloads the
-events the view holds. Any tool that reads JSON lines can take it from there.
+events the view holds in the same format, header first. Any tool that reads JSON lines can take it from there.
 """),
     code("""
 path = Path(tempfile.mkdtemp()) / "trace.jsonl"

@@ -51,6 +51,7 @@ SESSION = "report-run"
 
     EFFECTS = Path(__file__).with_name("effects.log")
     MAIL_DELAY = 0.5  # seconds; the agent process below sets an hour, so the crash comes first
+    FETCH_DELAY = 0.1
 
 
     def record(name, ctx):
@@ -62,6 +63,7 @@ SESSION = "report-run"
     async def fetch_page(url: str, ctx: ark.ToolContext) -> str:
         \\"\\"\\"Download a page.\\"\\"\\"
         record("fetch_page", ctx)
+        await asyncio.sleep(FETCH_DELAY)  # the page takes a moment (the timeline's bar has a width)
         return f"{url}: 3 new incidents"
 
 
@@ -99,7 +101,8 @@ which is still running when we pull the plug.
 
     async def main():
         store = ark.SQLiteStore(sys.argv[1])
-        model = ark.ScriptedModel([ark.ScriptedTurn(text="Fetching both pages, then mailing the report.", tool_calls=[
+        model = ark.ScriptedModel([ark.ScriptedTurn(
+            text=["Fetching ", "both pages, ", "then mailing ", "the report."], chunk_delay=0.05, tool_calls=[
             call("c1", "fetch_page", 0, url="status.example/a"),
             call("c2", "fetch_page", 1, url="status.example/b"),
             call("c3", "send_report", 2, to="oncall@example.org")])])
@@ -139,7 +142,8 @@ is free at once, so the restore does not wait. The finished fetches are not in d
 """),
     code("""
 store = ark.SQLiteStore(DB)
-model = ark.ScriptedModel(["Both pages show 3 new incidents; the on-call team has the report."])
+model = ark.ScriptedModel([ark.ScriptedTurn(  # (streamed in steps: the timeline's bar for it has a width)
+    text=["Both pages ", "show 3 new incidents; ", "the on-call team ", "has the report."], chunk_delay=0.05)])
 runtime = await ark.AgentRuntime.restore(SESSION, storage=store, model=model, tools=report_tools.TOOLS)
 
 for item in runtime.controller.list_in_doubt():
