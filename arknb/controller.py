@@ -103,17 +103,19 @@ class AgentController:
         runtime.load()`` first (a decision loads by itself). A sub-agent's pending
         approvals are listed here too, under namespaced ids (``{agent}/{approval_id}``,
         nesting further for its own sub-agents); decide them here like any other.
+        A tool's server asking a person mid-call is listed too, as an item of kind
+        ``"elicitation"`` (answered with ``answer/decline/cancel_elicitation``; DESIGN §15).
         """
         host = self._host
         if host is None:
             return []
         listing = getattr(host, "list_pending_approvals", None)
         if callable(listing):  # a host whose items may stand for others' (DESIGN §14)
-            return [item.model_copy(deep=True) for item in listing()]
-        batch = host.get_pending_approval_batch()
-        if batch is None:
-            return []
-        return [item.model_copy(deep=True) for item in batch.items if item.is_pending()]
+            items = [item.model_copy(deep=True) for item in listing()]
+        else:
+            batch = host.get_pending_approval_batch()
+            items = [] if batch is None else [item.model_copy(deep=True) for item in batch.items if item.is_pending()]
+        return items + self.list_elicitations()
 
     def pending_batch(self) -> PendingApprovalBatch | None:
         """A copy of the whole pending batch (with decided items), or None."""

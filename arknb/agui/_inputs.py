@@ -23,7 +23,7 @@ from arknb.state import PendingApprovalItem
 
 from .client_tools import CLIENT_TOOL_KIND, ClientTool
 from .events import now_ms
-from .interrupts import decide, to_interrupt, validate_payload
+from .interrupts import ELICITATION, decide, to_interrupt, validate_payload
 from .messages import new_messages, to_result, to_user_message
 
 __all__ = ["Plan", "act", "check", "terminal"]
@@ -53,10 +53,11 @@ def check(runtime: AgentRuntime, run_input: RunAgentInput, taken: set[str] | fro
     input again (a retry after a lost connection) does not run it twice.
     """
     thread = run_input.thread_id
-    if runtime.is_running:
+    pending = runtime.controller.list_pending_approvals()
+    # A run paused mid-call on a server's question (elicitation) is resumed by answering it.
+    if runtime.is_running and not (run_input.resume and any(item.kind == ELICITATION for item in pending)):
         raise _refusal(ErrorCode.RUN_ALREADY_ACTIVE, f"thread {thread!r} has a run in progress; wait for its "
                        "RUN_FINISHED before sending the next input", ErrorLayer.RUNTIME)
-    pending = runtime.controller.list_pending_approvals()
     for_person = [item for item in pending if item.kind != CLIENT_TOOL_KIND]
     for_client = {item.tool_call.id: item for item in pending if item.kind == CLIENT_TOOL_KIND}
     fresh = [m for m in new_messages(run_input.messages) if not (m.role == "user" and m.id in taken)]
@@ -184,6 +185,11 @@ def terminal(runtime: AgentRuntime, run_input: RunAgentInput, handle: RunHandle 
     """The one RUN_FINISHED / RUN_ERROR that ends the stream, from how the run ended."""
     thread_id, run_id = run_input.thread_id, run_input.run_id
     result: AgentRunResult | None = None
+    if handle is not None and not handle.task.done():  # still running: it waits for a server's question
+        waiting = [to_interrupt(item, None) for item in runtime.controller.list_pending_approvals()
+                   if item.kind == ELICITATION]
+        return RunFinishedEvent(thread_id=thread_id, run_id=run_id, timestamp=now_ms(),
+                                outcome=RunFinishedInterruptOutcome(interrupts=waiting))
     if handle is not None:
         task = handle.task
         if task.cancelled():

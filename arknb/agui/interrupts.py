@@ -26,10 +26,12 @@ from arknb.controller import AgentController
 from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.state import ApprovalDecisionResult, PendingApprovalItem
 
-__all__ = ["APPROVAL_SCHEMA", "IN_DOUBT_SCHEMA", "InterruptKind", "decide", "interrupt_kind", "register_interrupt_kind",
+__all__ = ["APPROVAL_SCHEMA", "ELICITATION", "IN_DOUBT_SCHEMA", "InterruptKind", "decide", "interrupt_kind", "register_interrupt_kind",
            "to_interrupt", "validate_payload"]
 
 CANCELLED_REASON = "cancelled by the client"
+ELICITATION = "elicitation"
+"""The kind of a tool server's question asked mid-call: the run waits, still running, for its answer."""
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -156,7 +158,8 @@ register_interrupt_kind(InterruptKind(
     schema=lambda item: {
         "type": "object",
         "properties": {"action": {"enum": ["accept", "decline", "cancel"]},
-                       "content": dict(item.detail.get("requested_schema") or {"type": "object"})},
+                       "content": dict(item.detail.get("schema") or item.detail.get("requested_schema")
+                                       or {"type": "object"})},
         "required": ["action"]},
     message=lambda item: str(item.detail.get("message") or item.reason), decide=_decide_elicitation))
 register_interrupt_kind(InterruptKind(

@@ -130,7 +130,7 @@ class AguiApp:
                     # What the run published since the last write goes out in one write (a turn's
                     # chunks often come in one burst), adjacent fragments of one message joined;
                     # nothing ever waits for more to arrive.
-                    async for batch in events.until(handle):
+                    async for batch in events.until(handle, paused=lambda: _asking(runtime)):
                         frames = [encode(out) for out in _joined(out for event in batch
                                                                  for out in mapper.translate(event))]
                         if frames:
@@ -178,6 +178,13 @@ class AguiApp:
 _FRAGMENTS = (TextMessageContentEvent, ReasoningMessageContentEvent)
 
 
+def _asking(runtime: AgentRuntime) -> bool:
+    """Whether ``runtime``'s run waits, mid-call, for a person to answer a tool server's question
+    (the stream then ends with it as an interrupt; a resume answers it and streams the rest)."""
+    listing = getattr(runtime.controller, "list_elicitations", None)
+    return bool(listing()) if callable(listing) else False
+
+
 def _joined(events: Iterable[BaseEvent]) -> list[BaseEvent]:
     """``events`` with adjacent text (or reasoning) fragments of one message joined into one.
 
@@ -218,9 +225,10 @@ class _Inbox:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def until(self, handle: RunHandle) -> AsyncIterator[list[Any]]:
+    async def until(self, handle: RunHandle, paused: Callable[[], bool] = lambda: False) -> AsyncIterator[list[Any]]:
         """Every event until ``handle``'s run ends (events it published before ending included),
-        in batches: whatever arrived since the last batch."""
+        or until ``paused()`` says it waits for a person while still running, in batches:
+        whatever arrived since the last batch."""
         task = handle.task
         task.add_done_callback(self._wake)
         loop = asyncio.get_running_loop()
@@ -230,7 +238,7 @@ class _Inbox:
                 self._buffer.clear()
                 yield batch
                 continue
-            if task.done():
+            if task.done() or paused():
                 return
             self._waiter = loop.create_future()
             await self._waiter

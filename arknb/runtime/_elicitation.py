@@ -67,7 +67,7 @@ class ElicitationDesk(Extension):
 
     def pending(self) -> list[PendingApprovalItem]:
         """The questions waiting for a person (copies)."""
-        return [q.item.model_copy(deep=True) for q in self._open.values()]
+        return [q.item.model_copy(deep=True) for q in self._open.values() if not q.answer.done()]
 
     def blocks_input_error(self) -> ArkError | None:
         """The refusal new input gets while a question waits (None if none does)."""

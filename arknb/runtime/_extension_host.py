@@ -341,7 +341,7 @@ def make_scope(rt: AgentRuntime, name: str) -> ExtensionScope:
 
     def runtime_options() -> dict[str, Any]:
         runtime = live()
-        return {"model": runtime.model, "tools": ToolRegistry(runtime.tools), "hooks": runtime.hooks.copy(),
+        return {"model": runtime.model, "tools": runtime.tools.shared_copy(), "hooks": runtime.hooks.copy(),
                 "storage": runtime.storage, "system_prompt": runtime.system_prompt, "config": runtime.config,
                 "max_turns": runtime.max_turns, "require_approval": runtime.require_approval,
                 "secrets": runtime.secret_lint.known_values}

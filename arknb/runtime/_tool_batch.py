@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 from ..domain import AgentMessage, ArkError, ErrorCode, ErrorLayer, Role, ToolCall, ToolResult, ToolRisk
 from ..domain.invocation import CALL_DEFERRED, HookAbort, ToolAnswer
 from ..events import EventTypes
-from ..events.envelope import flat_payload
+from ..events.envelope import flat_payload, freeze_payload
 from ..hooks import (
     HookSlot, HookStep, ToolCallAction, ToolCallHookContext, ToolResultAction, ToolResultHookContext,
 )
@@ -114,6 +114,9 @@ def call_payload(call: ToolCall) -> dict:
 
 
 def result_payload(result: ToolResult) -> dict:
+    if result.structured_content is not None:  # an MCP tool's structuredContent, beside the text (DESIGN §15)
+        return flat_payload(text=result.text, is_error=result.is_error, error_code=result.error_code,
+                            stop=result.stop, structured_content=freeze_payload(result.structured_content))
     return flat_payload(text=result.text, is_error=result.is_error, error_code=result.error_code, stop=result.stop)
 
 

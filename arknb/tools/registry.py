@@ -54,6 +54,7 @@ class ToolRegistry:
         self._definitions: tuple[ToolDefinition, ...] | None = None
         self._sources: list[ToolSource] = []
         self._listed: dict[int, Sequence[Tool]] = {}  # id(source) -> the tools last taken from it
+        self._borrowed: frozenset[int] = frozenset()  # ids of sources another registry closes (shared_copy)
         if isinstance(tools, ToolRegistry):
             self._sources = list(tools._sources)
             self._listed = dict(tools._listed)
@@ -96,9 +97,19 @@ class ToolRegistry:
                 changed = True
         return changed
 
+    def shared_copy(self) -> ToolRegistry:
+        """A copy using this registry's sources without owning them: closing the copy's
+        sources leaves them open (a sub-agent cloned from its parent shares the parent's
+        MCP connections; the parent closes them)."""
+        copy = ToolRegistry(self)
+        copy._borrowed = frozenset(map(id, self._sources)) | self._borrowed
+        return copy
+
     async def aclose_sources(self) -> None:
-        """Close every source (each failure is logged; the others still close)."""
+        """Close every source this registry owns (each failure is logged; the others still close)."""
         for source in self._sources:
+            if id(source) in self._borrowed:
+                continue
             try:
                 await source.aclose()
             except Exception:

@@ -59,12 +59,12 @@ class ApprovalCards:
             # The pending ones as the controller lists them: an item that stands for a
             # sub-agent's approvals is listed as those ("{agent}/{approval_id}"), decided by id.
             own = {item.approval_id for item in batch.items}
-            for item in controller.list_pending_approvals():
+            for item in _approvals_of(controller):
                 row = approval_dict(item)
                 rows.append({**row, "batch_id": batch_id if row["approval_id"] in own else None, **extra})
             return rows
         # A controller without the whole batch: only its pending items.
-        return [a for a in map(approval_dict, controller.list_pending_approvals()) if a["decision"] == "pending"]
+        return [a for a in map(approval_dict, _approvals_of(controller)) if a["decision"] == "pending"]
 
     def items(self, *, detached: bool) -> list[dict[str, Any]]:
         """One dict per item of the pending batch, with ``decision`` (as recorded, also
@@ -213,3 +213,8 @@ def _value(value: Any) -> str | None:
     if value is None:
         return None
     return str(getattr(value, "value", value))
+
+
+def _approvals_of(controller: Any) -> list[Any]:
+    """The controller's pending items but its elicitations (they get cards of their own)."""
+    return [item for item in controller.list_pending_approvals() if getattr(item, "kind", None) != "elicitation"]

@@ -82,3 +82,54 @@ def test_mcp_approval_html_as_text_and_an_elicitation_form(lab):
     assert timeline.locator("script").count() == 0 and timeline.locator("img").count() == 0
     lab.screenshot("mcp_timeline", locator=timeline)
     lab.kernel_exec("import asyncio; asyncio.get_event_loop().create_task(runtime.aclose())")
+
+
+DECLINE_CANCEL = f'''
+import json, sys
+from pathlib import Path
+import arknb as ark
+
+EFFECTS = Path("mcp_effects_dc.log").resolve()
+EFFECTS.unlink(missing_ok=True)
+EFFECTS.touch()
+server = ark.MCPServer.stdio(sys.executable, [{KIT!r}], env={{"ARKNB_MCP_LOG": str(EFFECTS)}}, name="kit")
+model = ark.ScriptedModel([
+    ark.ScriptedTurn(text="First question.", tool_calls=[ark.ToolCall(id="d1", name="ask", arguments_json="{{}}")]),
+    ark.ScriptedTurn(text="Second question.", tool_calls=[ark.ToolCall(id="d2", name="ask", arguments_json="{{}}")]),
+    "Finished after both answers.",
+])
+runtime = ark.AgentRuntime(model, tools=[server])
+chat = ark.ChatWidget(runtime)
+chat
+'''
+
+
+def test_mcp_elicitation_declined_then_cancelled_from_the_form(lab):
+    notebook = lab.server.write_notebook("mcp_decline_cancel.ipynb", [
+        DECLINE_CANCEL, 'handle = runtime.start("go")', "print(open(EFFECTS).read())",
+        "print(runtime.state.last_stop_reason)"])
+    lab.open(notebook)
+    lab.run_cell(0)
+    chat = lab.page.locator(CHAT).first
+    chat.wait_for()
+    lab.run_cell(1, timeout=90)
+
+    form = chat.get_by_test_id("arknb-elicitation")
+    form.wait_for(timeout=60_000)
+    expect(form.get_by_test_id("arknb-elicit-message")).to_have_text("Which color?")
+    lab.screenshot("mcp_elicitation_before_decline", locator=chat)
+    form.get_by_test_id("arknb-elicit-decline").click()
+    # The server got "decline" and its tool returned it; the run went on to the next question.
+    expect(chat.get_by_test_id("arknb-tool-result").filter(has_text="decline")).to_have_count(1, timeout=60_000)
+
+    expect(chat.get_by_test_id("arknb-elicitation").get_by_test_id("arknb-elicit-cancel")).to_have_count(
+        1, timeout=60_000)
+    lab.screenshot("mcp_elicitation_before_cancel", locator=chat)
+    chat.get_by_test_id("arknb-elicitation").get_by_test_id("arknb-elicit-cancel").click()
+    expect(chat.get_by_test_id("arknb-tool-result").filter(has_text="cancel")).to_have_count(1, timeout=60_000)
+    expect(chat).to_contain_text("Finished after both answers.", timeout=60_000)
+    lab.screenshot("mcp_elicitation_declined_cancelled", locator=chat)
+
+    assert lab.run_cell(2).split() == ["elicit", "decline", "elicit", "cancel"]
+    assert "completed" in lab.run_cell(3)  # the run went on to its end
+    lab.kernel_exec("import asyncio; asyncio.get_event_loop().create_task(runtime.aclose())")

@@ -183,6 +183,7 @@ class Answer(BaseModel):
 async def ask(ctx: Context) -> str:
     """Ask the person a question (elicitation)."""
     result = await ctx.elicit("Which color?", schema=Answer)
+    log(f"elicit {result.action}")  # what the server received (ElicitResult.action)
     if result.action == "accept":
         return f"accepted {result.data.color} x{result.data.count}"
     return result.action
