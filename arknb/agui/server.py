@@ -45,6 +45,7 @@ from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.runtime import AgentRuntime, RunHandle
 
 from ._inputs import act, check, terminal
+from .input_log import input_log
 from .events import EventMapper, now_ms
 from .messages import snapshot
 
@@ -65,8 +66,6 @@ class AguiApp:
         self._factory = runtime_factory
         self._threads: dict[str, AgentRuntime] = {}
         self._locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
-        # Per thread, the ids of the user messages it ran (in memory, bounded): a retried input is not run twice.
-        self._taken: dict[str, collections.deque] = collections.defaultdict(lambda: collections.deque(maxlen=256))
         self._encoder = EventEncoder()
         routes = [Route("/", self._post, methods=["POST"])]
         if page:
@@ -121,10 +120,11 @@ class AguiApp:
                 if runtime.history:
                     yield encode(MessagesSnapshotEvent(messages=snapshot(runtime.history), timestamp=now_ms()))
                 async with self._locks[thread_id]:
-                    plan = check(runtime, run_input, frozenset(self._taken[thread_id]))
+                    # The ids of the user messages the thread ran are in its saved state: a
+                    # retried input is not run twice, also after a restart.
+                    plan = check(runtime, run_input, input_log(runtime).ids())
                     events = _Inbox(runtime)
                     handle = await act(runtime, plan)
-                    self._taken[thread_id].extend(plan.user_ids)
                 mapper = EventMapper(run_id)
                 if handle is not None:
                     # What the run published since the last write goes out in one write (a turn's
@@ -171,6 +171,7 @@ class AguiApp:
                 raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) "
                                f"returned the runtime of session {made.session_id!r}; build it with "
                                "session_id=thread_id (the thread is the session)")
+            input_log(made)  # before the thread's first input (see input_log.py)
             self._threads[thread_id] = made
             return made
 
