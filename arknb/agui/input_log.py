@@ -32,6 +32,9 @@ class InputLog(Extension):
     def setup(self, scope: ExtensionScope) -> None:
         self._scope = scope
 
+    def for_new_session(self) -> InputLog:
+        return InputLog()
+
     def ids(self) -> frozenset[str]:
         """The ids of the user messages this thread ran (as saved, or about to be)."""
         return frozenset(self._list())
