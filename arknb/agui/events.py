@@ -138,6 +138,30 @@ class EventMapper:
         elif kind in _CUSTOM:
             yield CustomEvent(name=f"arknb.{kind}", value=_plain(payload), timestamp=now_ms())
 
+    def translate_all(self, events: list[AgentEvent]) -> list[BaseEvent]:
+        """The AG-UI events for a burst of runtime events, adjacent text (or reasoning)
+        chunks joined into one content event before any event object is built."""
+        out: list[BaseEvent] = []
+        i, n = 0, len(events)
+        while i < n:
+            event = events[i]
+            i += 1
+            if event.type == EventTypes.LLM_CHUNK and event.parent_run_id is None:
+                kind = event.payload.get("kind")
+                if kind == "text" or kind == "reasoning":
+                    parts = [event.payload.get("text") or ""]
+                    while i < n:
+                        following = events[i]
+                        if (following.type != EventTypes.LLM_CHUNK or following.parent_run_id is not None
+                                or following.payload.get("kind") != kind):
+                            break
+                        parts.append(following.payload.get("text") or "")
+                        i += 1
+                    out.extend(self._text("".join(parts)) if kind == "text" else self._reasoning("".join(parts)))
+                    continue
+            out.extend(self.translate(event))
+        return out
+
     def close(self) -> Iterator[BaseEvent]:
         """End whatever message is still open (a run that stopped mid-stream)."""
         yield from self._end_reasoning()
@@ -179,7 +203,7 @@ class EventMapper:
             self._text_id = None
 
     def _after(self, payload: Any) -> Iterator[BaseEvent]:
-        message = _plain(payload.get("message")) or {}
+        message = payload.get("message") or {}  # read as it is (a frozen dict): nothing copied
         yield from self._end_reasoning()
         if not self._streamed_text:
             # Nothing streamed (a hook answered, or dropped the chunks): the text that entered history.
@@ -223,4 +247,4 @@ class EventMapper:
     def _result(self, call: Any, result: Any) -> BaseEvent:
         call_id = str(call.get("id"))
         return ToolCallResultEvent(message_id=f"{call_id}:result", tool_call_id=call_id, role="tool",
-                                   content=_text_of(_plain(result)), timestamp=now_ms())
+                                   content=_text_of(result), timestamp=now_ms())

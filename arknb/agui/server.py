@@ -28,11 +28,10 @@ import collections
 import inspect
 import socket
 from importlib import resources
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from ag_ui.core import (
-    BaseEvent, MessagesSnapshotEvent, PROTOCOL_VERSION, ReasoningMessageContentEvent, RunAgentInput, RunErrorEvent,
-    RunStartedEvent, TextMessageContentEvent,
+    MessagesSnapshotEvent, PROTOCOL_VERSION, RunAgentInput, RunErrorEvent, RunStartedEvent,
 )
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
@@ -131,8 +130,7 @@ class AguiApp:
                     # chunks often come in one burst), adjacent fragments of one message joined;
                     # nothing ever waits for more to arrive.
                     async for batch in events.until(handle):
-                        frames = [encode(out) for out in _joined(out for event in batch
-                                                                 for out in mapper.translate(event))]
+                        frames = [encode(out) for out in mapper.translate_all(batch)]
                         if frames:
                             yield "".join(frames)
                 last = "".join(encode(out) for out in mapper.close()) + encode(terminal(runtime, run_input, handle))
@@ -174,32 +172,6 @@ class AguiApp:
             input_log(made)  # before the thread's first input (see input_log.py)
             self._threads[thread_id] = made
             return made
-
-
-_FRAGMENTS = (TextMessageContentEvent, ReasoningMessageContentEvent)
-
-
-def _joined(events: Iterable[BaseEvent]) -> list[BaseEvent]:
-    """``events`` with adjacent text (or reasoning) fragments of one message joined into one.
-
-    They are sent in the same write anyway, so the client sees the same text at the same
-    moment, in fewer and smaller events."""
-    out: list[BaseEvent] = []
-    parts: list[str] = []
-    for event in events:
-        last = out[-1] if out else None
-        if (isinstance(event, _FRAGMENTS) and type(event) is type(last)
-                and event.message_id == last.message_id):
-            parts.append(event.delta)
-            continue
-        if len(parts) > 1:
-            out[-1] = type(last)(message_id=last.message_id, delta="".join(parts))
-        parts = [event.delta] if isinstance(event, _FRAGMENTS) else []
-        out.append(event)
-    if len(parts) > 1:
-        last = out[-1]
-        out[-1] = type(last)(message_id=last.message_id, delta="".join(parts))
-    return out
 
 
 class _Inbox:
