@@ -62,6 +62,8 @@ def _show(event: ark.AgentEvent) -> None:
     p = event.payload
     t = event.type
     if t == ark.EventTypes.LLM_CHUNK:
+        if p["kind"] == "tool_call":  # the call is shown whole when it runs
+            return
         if not _streaming:
             sys.stdout.write("        ")
             _streaming = True

@@ -4,7 +4,9 @@
   session id; by default the runtime created last in this kernel) and shows the answer
   streaming into the cell's output: a ChatWidget of this exchange, with approval cards.
   ``--new`` starts a new conversation: a runtime like the named one (model, tools, hooks,
-  storage, prompt, config) on a fresh session, which later ``%%chat`` cells continue.
+  storage, prompt, config, secrets, and its extensions: plan mode, skills, memory,
+  sub-agents, each through ``Extension.for_new_session``) on a fresh session, which later
+  ``%%chat`` cells continue; an extension that cannot be carried is named in a refusal.
 * ``%arknb`` is a table of the kernel's runtimes: session, store, status, pending items,
   hooks per slot in the order they run, and where their tools come from;
   ``%arknb hooks [runtime]`` and ``%arknb approvals [runtime]`` show one aspect.
@@ -143,10 +145,25 @@ class ArknbMagics(Magics):
 
 
 def _new_conversation(runtime: AgentRuntime) -> AgentRuntime:
+    """A runtime like ``runtime`` (its model, tools, hooks, storage, prompt, settings, secrets
+    and extensions: plan mode, skills, memory, sub-agents...) on a new session; refused,
+    naming them, if an extension cannot be carried (``Extension.for_new_session``)."""
+    copies, stuck = [], []
+    for extension in runtime.extensions:
+        copy = extension.for_new_session()
+        if copy is None:
+            stuck.append(extension.name)
+        else:
+            copies.append(copy)
+    if stuck:
+        raise _refused(ErrorCode.INVALID_ARGUMENT, f"%%chat --new cannot carry the extension(s) "
+                       f"{', '.join(map(repr, stuck))} of {runtime.session_id} into a new conversation (they "
+                       "implement no Extension.for_new_session()); build the new runtime yourself with "
+                       "ark.AgentRuntime(..., extensions=[...]), or chat without --new")
     return AgentRuntime(runtime.model, tools=runtime.tools, hooks=runtime.hooks, storage=runtime.storage,
                         system_prompt=runtime.system_prompt, config=runtime.config, max_turns=runtime.max_turns,
-                        require_approval=runtime.require_approval,
-                        session_id=f"{runtime.session_id}-{uuid.uuid4().hex[:6]}")
+                        require_approval=runtime.require_approval, secrets=runtime.secret_lint.known_values,
+                        extensions=copies, session_id=f"{runtime.session_id}-{uuid.uuid4().hex[:6]}")
 
 
 def _status(runtime: AgentRuntime) -> str:

@@ -148,3 +148,44 @@ def test_magics_in_a_real_kernel(kernel):
     assert len(fresh.widgets) == 1
     listing = run(kernel, "%arknb").all_text
     assert listing.count("demo-") >= 1  # the new session is listed next to the first
+
+
+def test_chat_new_carries_the_runtimes_extensions_or_names_what_it_cannot(kernel, tmp_path):
+    run(kernel, "%load_ext arknb")
+    run(kernel, f'''
+        import arknb as ark
+
+        def build_worker(session_id):
+            return ark.AgentRuntime(ark.ScriptedModel(["done"]), session_id=session_id)
+
+        skill = ark.Skill("tidy", "Tidy things up.", "Tidy the files.")
+        planner = ark.AgentRuntime(ark.ScriptedModel(["first", "second"]), session_id="planner",
+                                   plan_mode=ark.PlanMode.REVIEW, skills=[skill],
+                                   compressor=ark.ContextCompressor(100_000),
+                                   memory=ark.EpisodicMemory({str(tmp_path / "memory")!r}),
+                                   subagents=[ark.SubAgent("worker", "Does work.", build_worker)])
+    ''')
+    run(kernel, "%%chat planner --new\nHello")
+    carried = run(kernel, '''
+        fresh = ark.live_runtimes()[-1]
+        print(fresh.session_id.startswith("planner-"), [e.name for e in fresh.extensions] == [e.name for e in planner.extensions])
+        print(sorted(e.name for e in fresh.extensions))
+        print(all(a is not b for a, b in zip(fresh.extensions, planner.extensions)))
+        plan = next(e for e in fresh.extensions if type(e).__name__ == "PlanExtension")
+        print(plan.mode.value, "tidy" in next(e for e in fresh.extensions if hasattr(e, "skills")).skills)
+    ''').all_text.split("\n")
+    assert carried[0] == "True True"
+    assert len(eval(carried[1])) == 5  # plan mode, skills, compressor, memory, sub-agents
+    assert carried[2] == "True"  # new extension objects, bound to the new runtime
+    assert carried[3] == "review True"  # configured like the original's
+
+    run(kernel, '''
+        class Stamp(ark.Extension):
+            name = "stamp"
+
+        stamped = ark.AgentRuntime(ark.ScriptedModel(["x"]), session_id="stamped", extensions=[Stamp()])
+    ''')
+    refused = run(kernel, "%%chat stamped --new\nHello", ok=False)
+    assert refused.errors and refused.errors[0][0] == "UsageError"
+    assert "cannot carry the extension(s) 'stamp'" in refused.errors[0][1]
+    assert "[invalid_argument]" in refused.errors[0][1]

@@ -23,6 +23,7 @@ from arknb.state import PendingApprovalItem
 
 from .client_tools import CLIENT_TOOL_KIND, ClientTool
 from .events import now_ms
+from .input_log import input_log
 from .interrupts import ELICITATION, decide, to_interrupt, validate_payload
 from .messages import new_messages, to_result, to_user_message
 
@@ -177,7 +178,13 @@ async def act(runtime: AgentRuntime, plan: Plan) -> RunHandle | None:
             if not decided.ok and decided.error is not None:
                 raise decided.error.to_error()
     if plan.user_messages:
-        return runtime.start(plan.user_messages)
+        log = input_log(runtime)
+        before = log.remember(plan.user_ids)  # saved by the run's first save, with the message
+        try:
+            return runtime.start(plan.user_messages)
+        except BaseException:
+            log.restore(before)
+            raise
     return runtime.current_run
 
 

@@ -3,8 +3,8 @@
 The server opens every stream with ``RUN_STARTED`` (then ``MESSAGES_SNAPSHOT`` on a
 thread it already knows) and closes it with exactly one ``RUN_FINISHED`` or
 ``RUN_ERROR``; between them, :class:`EventMapper` turns each runtime event into the
-AG-UI events below, as it happens (text and reasoning per chunk, a tool call as soon as
-the model message that holds it is complete, its result as soon as the tool returns).
+AG-UI events below, as it happens (text, reasoning and a tool call's arguments per
+chunk, its result as soon as the tool returns).
 
 ====================================  ================================================================
 runtime event                         AG-UI events
@@ -14,10 +14,13 @@ runtime event                         AG-UI events
                                       ``REASONING_MESSAGE_CONTENT`` (each chunk)
 ``llm.chunk`` kind ``text``           ``REASONING_MESSAGE_END`` + ``REASONING_END`` (if open),
                                       ``TEXT_MESSAGE_START`` (first chunk), ``TEXT_MESSAGE_CONTENT``
+``llm.chunk`` kind ``tool_call``      ends the open reasoning / text message, ``TOOL_CALL_START``
+                                      (``parentMessageId``: the message; once the call's id and name
+                                      are known), ``TOOL_CALL_ARGS`` (each arguments fragment)
 ``llm.after``                         ends the open reasoning / text message (a turn whose text
                                       streamed nothing, e.g. a hook's ``respond``, sends its text
-                                      whole here); per tool call of the message
-                                      ``TOOL_CALL_START`` (``parentMessageId``: the message) +
+                                      whole here); ``TOOL_CALL_END`` per streamed call (same id);
+                                      a call that did not stream: ``TOOL_CALL_START`` +
                                       ``TOOL_CALL_ARGS`` + ``TOOL_CALL_END``; ``STEP_FINISHED``
 ``tool.before``                       ``STEP_STARTED`` (``tool:{name}:{call_id}``)
 ``tool.after``                        ``TOOL_CALL_RESULT`` (not for a call that deferred itself) +
@@ -98,6 +101,8 @@ class EventMapper:
         self._reasoning_id: str | None = None
         self._streamed_text = False
         self._turn = 0
+        self._calls: dict[int, str] = {}  # this turn's streamed tool calls: index -> id (START sent)
+        self._waiting: dict[int, str] = {}  # arguments streamed before the call's id was known
 
     def translate(self, event: AgentEvent) -> Iterator[BaseEvent]:
         """The AG-UI events for ``event`` (none for events that have no counterpart)."""
@@ -105,13 +110,17 @@ class EventMapper:
             return
         kind, payload = event.type, event.payload
         if kind == EventTypes.LLM_CHUNK:
-            if payload.get("kind") == "reasoning":
+            chunk = payload.get("kind")
+            if chunk == "reasoning":
                 yield from self._reasoning(payload.get("text") or "")
+            elif chunk == "tool_call":
+                yield from self._tool_call(payload)
             else:
                 yield from self._text(payload.get("text") or "")
         elif kind == EventTypes.LLM_BEFORE:
             self._turn = int(payload.get("turn") or self._turn + 1)
             self._streamed_text = False
+            self._calls, self._waiting = {}, {}
             yield StepStartedEvent(step_name=f"model:turn{self._turn}", timestamp=now_ms())
         elif kind == EventTypes.LLM_AFTER:
             yield from self._after(payload)
@@ -128,6 +137,30 @@ class EventMapper:
             yield self._result(payload.get("call") or {}, payload.get("result"))
         elif kind in _CUSTOM:
             yield CustomEvent(name=f"arknb.{kind}", value=_plain(payload), timestamp=now_ms())
+
+    def translate_all(self, events: list[AgentEvent]) -> list[BaseEvent]:
+        """The AG-UI events for a burst of runtime events, adjacent text (or reasoning)
+        chunks joined into one content event before any event object is built."""
+        out: list[BaseEvent] = []
+        i, n = 0, len(events)
+        while i < n:
+            event = events[i]
+            i += 1
+            if event.type == EventTypes.LLM_CHUNK and event.parent_run_id is None:
+                kind = event.payload.get("kind")
+                if kind == "text" or kind == "reasoning":
+                    parts = [event.payload.get("text") or ""]
+                    while i < n:
+                        following = events[i]
+                        if (following.type != EventTypes.LLM_CHUNK or following.parent_run_id is not None
+                                or following.payload.get("kind") != kind):
+                            break
+                        parts.append(following.payload.get("text") or "")
+                        i += 1
+                    out.extend(self._text("".join(parts)) if kind == "text" else self._reasoning("".join(parts)))
+                    continue
+            out.extend(self.translate(event))
+        return out
 
     def close(self) -> Iterator[BaseEvent]:
         """End whatever message is still open (a run that stopped mid-stream)."""
@@ -170,21 +203,48 @@ class EventMapper:
             self._text_id = None
 
     def _after(self, payload: Any) -> Iterator[BaseEvent]:
-        message = _plain(payload.get("message")) or {}
+        message = payload.get("message") or {}  # read as it is (a frozen dict): nothing copied
         yield from self._end_reasoning()
         if not self._streamed_text:
             # Nothing streamed (a hook answered, or dropped the chunks): the text that entered history.
             yield from self._text(_text_of(message))
         yield from self._end_text()
         parent = self._message_id()
+        streamed = set(self._calls.values())
         for call in message.get("tool_calls") or ():
+            if call["id"] in streamed:  # its START and ARGS went out as the model streamed it
+                streamed.discard(call["id"])
+                yield ToolCallEndEvent(tool_call_id=call["id"], timestamp=now_ms())
+                continue
             yield ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"], parent_message_id=parent,
                                      timestamp=now_ms())
             yield ToolCallArgsEvent(tool_call_id=call["id"], delta=call.get("arguments_json") or "{}")
             yield ToolCallEndEvent(tool_call_id=call["id"], timestamp=now_ms())
+        for call_id in streamed:  # streamed, then not in the message (a hook changed it): closed all the same
+            yield ToolCallEndEvent(tool_call_id=call_id, timestamp=now_ms())
+        self._calls, self._waiting = {}, {}
         yield StepFinishedEvent(step_name=f"model:turn{self._turn}", timestamp=now_ms())
+
+    def _tool_call(self, payload: Any) -> Iterator[BaseEvent]:
+        """A tool-call delta: ``TOOL_CALL_START`` once its id and name are known (the text
+        message, if open, ends first), then ``TOOL_CALL_ARGS`` per arguments fragment."""
+        index, delta = payload.get("index") or 0, payload.get("text") or ""
+        call_id = self._calls.get(index)
+        if call_id is None:
+            call_id, name = payload.get("call_id"), payload.get("name")
+            if not call_id or not name:  # not yet announced: keep the arguments for the start
+                self._waiting[index] = self._waiting.get(index, "") + delta
+                return
+            yield from self._end_reasoning()
+            yield from self._end_text()
+            self._calls[index] = call_id
+            yield ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=self._message_id(),
+                                     timestamp=now_ms())
+            delta = self._waiting.pop(index, "") + delta
+        if delta:
+            yield ToolCallArgsEvent(tool_call_id=call_id, delta=delta)
 
     def _result(self, call: Any, result: Any) -> BaseEvent:
         call_id = str(call.get("id"))
         return ToolCallResultEvent(message_id=f"{call_id}:result", tool_call_id=call_id, role="tool",
-                                   content=_text_of(_plain(result)), timestamp=now_ms())
+                                   content=_text_of(result), timestamp=now_ms())

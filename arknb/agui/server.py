@@ -28,11 +28,10 @@ import collections
 import inspect
 import socket
 from importlib import resources
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from ag_ui.core import (
-    BaseEvent, MessagesSnapshotEvent, PROTOCOL_VERSION, ReasoningMessageContentEvent, RunAgentInput, RunErrorEvent,
-    RunStartedEvent, TextMessageContentEvent,
+    MessagesSnapshotEvent, PROTOCOL_VERSION, RunAgentInput, RunErrorEvent, RunStartedEvent,
 )
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
@@ -45,6 +44,7 @@ from arknb.domain import ArkError, ErrorCode, ErrorLayer
 from arknb.runtime import AgentRuntime, RunHandle
 
 from ._inputs import act, check, terminal
+from .input_log import input_log
 from .events import EventMapper, now_ms
 from .messages import snapshot
 
@@ -65,8 +65,6 @@ class AguiApp:
         self._factory = runtime_factory
         self._threads: dict[str, AgentRuntime] = {}
         self._locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
-        # Per thread, the ids of the user messages it ran (in memory, bounded): a retried input is not run twice.
-        self._taken: dict[str, collections.deque] = collections.defaultdict(lambda: collections.deque(maxlen=256))
         self._encoder = EventEncoder()
         routes = [Route("/", self._post, methods=["POST"])]
         if page:
@@ -121,18 +119,18 @@ class AguiApp:
                 if runtime.history:
                     yield encode(MessagesSnapshotEvent(messages=snapshot(runtime.history), timestamp=now_ms()))
                 async with self._locks[thread_id]:
-                    plan = check(runtime, run_input, frozenset(self._taken[thread_id]))
+                    # The ids of the user messages the thread ran are in its saved state: a
+                    # retried input is not run twice, also after a restart.
+                    plan = check(runtime, run_input, input_log(runtime).ids())
                     events = _Inbox(runtime)
                     handle = await act(runtime, plan)
-                    self._taken[thread_id].extend(plan.user_ids)
                 mapper = EventMapper(run_id)
                 if handle is not None:
                     # What the run published since the last write goes out in one write (a turn's
                     # chunks often come in one burst), adjacent fragments of one message joined;
                     # nothing ever waits for more to arrive.
                     async for batch in events.until(handle, paused=lambda: _asking(runtime)):
-                        frames = [encode(out) for out in _joined(out for event in batch
-                                                                 for out in mapper.translate(event))]
+                        frames = [encode(out) for out in mapper.translate_all(batch)]
                         if frames:
                             yield "".join(frames)
                 last = "".join(encode(out) for out in mapper.close()) + encode(terminal(runtime, run_input, handle))
@@ -171,11 +169,9 @@ class AguiApp:
                 raise ArkError(ErrorLayer.CONFIG, ErrorCode.INVALID_ARGUMENT, f"runtime_factory({thread_id!r}) "
                                f"returned the runtime of session {made.session_id!r}; build it with "
                                "session_id=thread_id (the thread is the session)")
+            input_log(made)  # before the thread's first input (see input_log.py)
             self._threads[thread_id] = made
             return made
-
-
-_FRAGMENTS = (TextMessageContentEvent, ReasoningMessageContentEvent)
 
 
 def _asking(runtime: AgentRuntime) -> bool:
@@ -183,29 +179,6 @@ def _asking(runtime: AgentRuntime) -> bool:
     (the stream then ends with it as an interrupt; a resume answers it and streams the rest)."""
     listing = getattr(runtime.controller, "list_elicitations", None)
     return bool(listing()) if callable(listing) else False
-
-
-def _joined(events: Iterable[BaseEvent]) -> list[BaseEvent]:
-    """``events`` with adjacent text (or reasoning) fragments of one message joined into one.
-
-    They are sent in the same write anyway, so the client sees the same text at the same
-    moment, in fewer and smaller events."""
-    out: list[BaseEvent] = []
-    parts: list[str] = []
-    for event in events:
-        last = out[-1] if out else None
-        if (isinstance(event, _FRAGMENTS) and type(event) is type(last)
-                and event.message_id == last.message_id):
-            parts.append(event.delta)
-            continue
-        if len(parts) > 1:
-            out[-1] = type(last)(message_id=last.message_id, delta="".join(parts))
-        parts = [event.delta] if isinstance(event, _FRAGMENTS) else []
-        out.append(event)
-    if len(parts) > 1:
-        last = out[-1]
-        out[-1] = type(last)(message_id=last.message_id, delta="".join(parts))
-    return out
 
 
 class _Inbox:

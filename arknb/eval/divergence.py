@@ -73,12 +73,21 @@ def _as_dict(event: Any, side: str, index: int) -> Mapping[str, Any]:
 
 
 def comparable(value: Any) -> Any:
-    """A payload as it is compared: ignored keys dropped, ``arguments_json`` parsed into ``arguments``."""
+    """A payload as it is compared: ignored keys dropped, ``arguments_json`` parsed into
+    ``arguments`` (and so the ``text`` of a streamed tool call's ``llm.chunk`` when it is
+    complete JSON, e.g. a call streamed in one piece)."""
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
+        call_chunk = value.get("kind") == "tool_call" and "call_id" in value
         for key, item in value.items():
             if key in IGNORED_KEYS:
                 continue
+            if call_chunk and key == "text" and isinstance(item, str):
+                try:
+                    out["arguments"] = comparable(json.loads(item))
+                    continue
+                except ValueError:
+                    pass
             if key == "arguments_json" and isinstance(item, str):
                 try:
                     out["arguments"] = comparable(json.loads(item or "{}"))

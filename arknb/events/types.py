@@ -25,7 +25,8 @@ class EventTypes:
     AGENT_SUSPENDED = "agent.suspended"    # reason ("awaiting_approval" | "suspend" | "loop_decision"), batch_id
     AGENT_ABORTED = "agent.aborted"        # error, slot, hook
     LLM_BEFORE = "llm.before"              # turn, model, message_count, tools
-    LLM_CHUNK = "llm.chunk"                # kind ("text" | "reasoning"), text, index
+    LLM_CHUNK = "llm.chunk"                # kind ("text" | "reasoning" | "tool_call"), text, index
+    #                                        (tool_call: + call_id, name; index = the call's index)
     LLM_RETRY = "llm.retry"                # turn, attempt, delay, error (the provider retries)
     LLM_TRUNCATED = "llm.truncated"        # turn, finish_reason, max_tokens, output_tokens (an answer cut at max_tokens)
     OUTPUT_VALIDATED = "output.validated"  # turn, mode, name, retries, output (a typed answer, DESIGN §17)

@@ -109,6 +109,9 @@ class ContextExtension(Extension):
         self._tool = self._build_tool()
         self._hook = _CompressHook(self)
 
+    def for_new_session(self) -> ContextExtension:
+        return ContextExtension(self.config)
+
     def setup(self, scope: ExtensionScope) -> None:
         if self._scope is not None:
             raise invalid_argument("a context compressor extension serves one runtime; give each runtime its own "

@@ -99,6 +99,9 @@ class SubAgentsExtension(Extension):
 
     # -- the seam ------------------------------------------------------------------------------
 
+    def for_new_session(self) -> SubAgentsExtension:
+        return SubAgentsExtension(self.agents.values())
+
     def setup(self, scope: ExtensionScope) -> None:
         if self._scope is not None:
             raise invalid_argument("a sub-agents extension serves one runtime; pass subagents=[...] to each")

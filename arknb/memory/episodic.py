@@ -205,6 +205,9 @@ class MemoryExtension(Extension):
     def setup(self, scope: ExtensionScope) -> None:
         self._scope = scope
 
+    def for_new_session(self) -> MemoryExtension:
+        return MemoryExtension(self.memory)  # the same memory: it spans sessions by design
+
     def tools(self, state: AgentState) -> tuple[Tool, ...]:
         return (self._tool,)
 

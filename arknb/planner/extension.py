@@ -78,6 +78,9 @@ class PlanExtension(Extension):
 
     name = PLAN_SLICE
 
+    def for_new_session(self) -> PlanExtension:
+        return PlanExtension(self.mode)
+
     def __init__(self, mode: PlanMode | str = PlanMode.AUTO) -> None:
         mode = PlanMode.parse(mode)
         if mode is PlanMode.OFF:

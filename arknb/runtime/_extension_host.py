@@ -35,6 +35,22 @@ class ToolKind(ApprovalKind):
     name = "tool"
 
 
+def _check(ext: Any, names: set[str]) -> None:
+    """Refuse what is not an installable extension, or one whose name ``names`` holds."""
+    if isinstance(ext, type) and issubclass(ext, Extension):
+        raise invalid_argument(f"extensions= expects Extension instances, got the class {ext.__name__}; "
+                               f"call it first: {ext.__name__}()")
+    if not isinstance(ext, Extension):
+        raise invalid_argument(f"extensions= expects arknb Extension instances, got {type(ext).__name__}")
+    name = ext.name
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise invalid_argument(f"extension {type(ext).__name__} needs a name (1-64 letters, digits, '_', "
+                               f"'.', '-', starting with a letter), got {name!r}")
+    if name in names:
+        raise invalid_argument(f"two extensions are named {name!r}; an extension's name is the key of its "
+                               "saved state slice, so it must be unique per runtime")
+
+
 class ExtensionHost:
     """Installed extensions, their hooks (a registry of their own) and the approval kinds."""
 
@@ -45,19 +61,8 @@ class ExtensionHost:
         checked: list[Extension] = []
         names: set[str] = set()
         for ext in extensions:
-            if isinstance(ext, type) and issubclass(ext, Extension):
-                raise invalid_argument(f"extensions= expects Extension instances, got the class {ext.__name__}; "
-                                       f"call it first: {ext.__name__}()")
-            if not isinstance(ext, Extension):
-                raise invalid_argument(f"extensions= expects arknb Extension instances, got {type(ext).__name__}")
-            name = ext.name
-            if not isinstance(name, str) or not _NAME.match(name):
-                raise invalid_argument(f"extension {type(ext).__name__} needs a name (1-64 letters, digits, '_', "
-                                       f"'.', '-', starting with a letter), got {name!r}")
-            if name in names:
-                raise invalid_argument(f"two extensions are named {name!r}; an extension's name is the key of its "
-                                       "saved state slice, so it must be unique per runtime")
-            names.add(name)
+            _check(ext, names)
+            names.add(ext.name)
             checked.append(ext)
         self.extensions: tuple[Extension, ...] = tuple(checked)
         self.hooks = HookRegistry()
@@ -84,6 +89,17 @@ class ExtensionHost:
                 self._add_hook(ext, hook)
             for kind in _guarded(ext, "approval_kinds", lambda: tuple(ext.approval_kinds() or ())):
                 self._add_kind(kind, f"extension {ext.name!r}")
+
+    def add(self, ext: Any, make: Callable[[str], ExtensionScope]) -> None:
+        """Install one more extension (after the others; see ``AgentRuntime.add_extension``)."""
+        _check(ext, {other.name for other in self.extensions})
+        self.extensions = (*self.extensions, ext)
+        self._tools_cache = self._system_cache = None
+        _guarded(ext, "setup", ext.setup, make(ext.name))
+        for hook in _guarded(ext, "hooks", lambda: tuple(ext.hooks() or ())):
+            self._add_hook(ext, hook)
+        for kind in _guarded(ext, "approval_kinds", lambda: tuple(ext.approval_kinds() or ())):
+            self._add_kind(kind, f"extension {ext.name!r}")
 
     def _add_hook(self, ext: Extension, hook: Any) -> None:
         if not isinstance(hook, AgentHook):

@@ -29,6 +29,7 @@ from ._context_view import context_of
 if TYPE_CHECKING:
     from ..hooks import HookProgress
     from ._context import RunContext
+    from ..domain import ToolCallDelta
     from ._redaction import ChunkGuard
     from .runtime import AgentRuntime
 
@@ -197,6 +198,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     # chunks. A key is learnt when the model resolves it, after this point: the guard is
     # asked per chunk.
     guard = rt._redactor.chunk_guard()
+    calls: dict[int, list] = {}  # tool-call index -> [id, name] as streamed so far
     stream = rt.model.stream(request, cancel=ctx.cancel)
     try:
         async for event in stream:
@@ -231,6 +233,9 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
                     text, reasoning = decision.text or "", decision.reasoning or ""
                 _deliver(rt, guard, text, reasoning, index, out_text, out_reasoning)
                 index += 1
+            elif kind == "tool_call_delta":
+                # Streamed as it comes (hooks see text only); the arguments are guarded like text.
+                _tool_call_chunk(rt, guard, calls, event)
             elif kind == "model_complete":
                 complete = event.response
             elif kind == "retry":
@@ -251,6 +256,11 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
             tail = guard.flush(kind)
             if tail and bus.has_listeners(EventTypes.LLM_CHUNK):
                 rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind=kind, text=tail, index=index))
+        for call_index, (call_id, name) in calls.items():
+            tail = guard.flush(f"tool_call:{call_index}")
+            if tail and bus.has_listeners(EventTypes.LLM_CHUNK):
+                rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="tool_call", text=tail, index=call_index,
+                                                               call_id=call_id, name=name))
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
@@ -283,3 +293,20 @@ def _deliver(rt: AgentRuntime, guard: ChunkGuard, text: str, reasoning: str, ind
         published = guard.feed("text", text)
         if listening and published:
             rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="text", text=published, index=index))
+
+
+def _tool_call_chunk(rt: AgentRuntime, guard: ChunkGuard, calls: dict[int, list], event: ToolCallDelta) -> None:
+    """Publish one tool-call delta as ``llm.chunk`` kind ``tool_call``: ``index`` (the call's
+    index in the message), ``call_id`` and ``name`` (as streamed so far; ``None`` until the
+    provider sent them) and ``text`` (the arguments fragment, redacted like answer text)."""
+    call = calls.get(event.index)
+    if call is None:
+        call = calls[event.index] = [None, None]
+    if event.id and call[0] is None:
+        call[0] = event.id
+    if event.name:
+        call[1] = event.name if call[1] is None or event.name == call[1] else call[1] + event.name
+    text = guard.feed(f"tool_call:{event.index}", event.arguments_delta) if event.arguments_delta else ""
+    if (text or event.id or event.name) and rt.bus.has_listeners(EventTypes.LLM_CHUNK):
+        rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="tool_call", text=text, index=event.index,
+                                                       call_id=call[0], name=call[1]))

@@ -114,6 +114,12 @@ class Extension:
         as soon as the session is restored)."""
         return ()
 
+    def for_new_session(self) -> Extension | None:
+        """A new extension configured like this one, for a runtime of another session (what
+        ``%%chat --new`` carries into a new conversation; the saved slice is not carried).
+        None, the default, if it cannot be copied: the caller then refuses, naming it."""
+        return None
+
     def on_close(self, grace: float) -> Awaitable[None] | None:
         """Called (and awaited when it returns an awaitable) when the runtime is closed
         (:meth:`AgentRuntime.aclose`, kernel shutdown), after its active run was asked to

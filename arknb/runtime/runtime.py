@@ -390,6 +390,24 @@ class AgentRuntime(RunControl):
         """The installed extensions, in the order their hooks run (built-in ones first)."""
         return self._extensions.extensions
 
+    def add_extension(self, extension: Extension) -> None:
+        """Install ``extension`` on this runtime after it was built (a server that keeps its
+        own bookkeeping in the saved state of the runtimes a user's factory builds). It is
+        set up at once and goes after the installed ones. Its ``on_restore`` is called for
+        a saved session adopted later, not for one this runtime already adopted (its
+        :attr:`ExtensionScope.slice` reads the adopted state in any case).
+
+        Raises:
+            ArkError: ``invalid_argument`` for what ``extensions=`` refuses (not an
+                extension, a name already installed); ``run_already_active`` while a run
+                is active.
+        """
+        if self._active is not None:
+            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUN_ALREADY_ACTIVE,
+                           "add_extension() while a run is active: add it before the run, or after it ends")
+        self._extensions.add(extension, lambda name: make_scope(self, name))
+        self._offered_tools()  # a tool name two owners claim fails here, not in the next run
+
     @property
     def history(self) -> tuple[AgentMessage, ...]:
         """The conversation so far."""

@@ -80,6 +80,9 @@ class SkillsExtension(Extension):
 
     # -- the seam --------------------------------------------------------------------
 
+    def for_new_session(self) -> SkillsExtension:
+        return SkillsExtension(self.skills.values())
+
     def setup(self, scope: ExtensionScope) -> None:
         self._scope = scope
 

@@ -16,7 +16,9 @@ events in Python on the usual path:
   the front end could rebuild them, but proving that costs the kernel more than
   sending them.)
 * payloads: ``llm.chunk`` payloads of the usual ``{kind, text, index}`` shape as
-  columns (texts like the ids, index as int32), every other payload as JSON, in order.
+  columns (texts like the ids, index as int32), a tool-call chunk's ``call_id`` and
+  ``name`` in ``chunk_calls`` (``[[chunk position, call_id, name], ...]``, only in a batch
+  that has some), every other payload as JSON, in order.
 
 Columns are little-endian binary ``buffers`` of the comm message. A batch item::
 
@@ -217,6 +219,23 @@ def _split_chunks(types: list[Any], payloads: list[Any], table: list[Any]) -> tu
             list(compress(payloads, map(ne, types, repeat(CHUNK)))))
 
 
+def _call_columns(chunks: list[Any], deep: bool) -> list[list[Any]]:
+    """``[[chunk position, call_id, name], ...]`` for the tool-call chunks among ``chunks``
+    (``{kind, text, index, call_id, name}``); any other shape raises ``KeyError``."""
+    out = []
+    for position, payload in enumerate(chunks):
+        size = len(payload)
+        if size == _CHUNK_KEYS:
+            continue
+        if size != _CHUNK_KEYS + 2:
+            raise KeyError("kind")
+        call_id, name = payload["call_id"], payload["name"]
+        if deep and not {type(call_id), type(name)} <= {str, type(None)}:
+            raise TypeError("call_id and name must be str or None")
+        out.append([position, call_id, name])
+    return out
+
+
 def _batch(events: Sequence[Any], get: dict[str, Any], deep: bool) -> tuple[dict[str, Any], _Buffers]:
     """One batch item for ``events`` (``get``: a C-level getter per field). One pass per
     field: a getter per row would allocate a tuple per event, and the garbage collector
@@ -248,14 +267,17 @@ def _batch(events: Sequence[Any], get: dict[str, Any], deep: bool) -> tuple[dict
     columns = bool(chunk_payloads)
     if columns:
         try:
+            extra = None
             if set(map(len, chunk_payloads)) != {_CHUNK_KEYS}:
-                raise KeyError("kind")
+                extra = _call_columns(chunk_payloads, deep)
             kinds, texts = list(map(_KIND, chunk_payloads)), list(map(_TEXT, chunk_payloads))
             if deep and not set(map(type, kinds)) == set(map(type, texts)) == {str}:
                 raise TypeError("kind and text must be str")
             index = _bytes("i", list(map(_INDEX, chunk_payloads)))
             kind_table, kind_at = _codes(kinds, buffers)
             item.update(kind=kind_table, kind_at=kind_at, text=_strings(texts, buffers), index=buffers.add(index))
+            if extra is not None:
+                item["chunk_calls"] = extra
         except (KeyError, TypeError, OverflowError, struct.error):
             columns = False  # an odd chunk: every chunk goes with the other payloads
             del buffers[mark:]
@@ -313,11 +335,14 @@ def decode(items: Sequence[Any], buffers: Sequence[Any]) -> list[dict[str, Any]]
             kinds = ([item["kind"][i] for i in _column("H", buffers[item["kind_at"]])]
                      if item["kind_at"] is not None else [item["kind"][0]] * count)
             texts, index = _strings_of(item["text"], buffers), _column("i", buffers[item["index"]])
+            calls = {position: (call_id, name) for position, call_id, name in item.get("chunk_calls") or ()}
         others = iter(item["payload"])
         c = 0
         for i in range(n):
             if item["chunks"] and types[i] == CHUNK:
                 payload = {"kind": kinds[c], "text": texts[c], "index": index[c]}
+                if c in calls:
+                    payload["call_id"], payload["name"] = calls[c]
                 c += 1
             else:
                 payload = next(others)

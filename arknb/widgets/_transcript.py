@@ -179,9 +179,13 @@ class Transcript:
     # -- the stream fast path ---------------------------------------------------------
 
     def chunk(self, kind: str, text: str) -> None:
-        """Append one streamed piece (``kind`` is ``"text"`` or ``"reasoning"``)."""
+        """Append one streamed piece (``kind`` is ``"text"`` or ``"reasoning"``; a tool call's
+        arguments, kind ``"tool_call"``, are not shown as they stream: its card comes with the
+        complete message)."""
         stream = self._streams.get(kind)
         if stream is None:
+            if kind == "tool_call":
+                return
             stream = self._open_stream(kind)
         self.log.chunk(stream, text)
 

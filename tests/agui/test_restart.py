@@ -72,3 +72,29 @@ async def test_an_interrupt_is_resumed_after_the_server_process_was_killed(tmp_p
     finally:
         kill(third)
     assert log.read_text().splitlines() == ["clear_cache /tmp/cache"]
+
+
+async def test_an_input_sent_again_after_a_restart_does_not_run_twice(tmp_path):
+    db, log = tmp_path / "threads.sqlite3", tmp_path / "ran.txt"
+    body = run_input("thread-1", "r1", user("clean up", "u-7"))
+    first, url = start(db, tmp_path)
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            [interrupt] = interrupts(await post(client, url, body))
+            done = await post(client, url, run_input("thread-1", "r2", resume=[approve(interrupt["id"])]))
+            assert done[-1]["result"]["text"] == "Cleared it."
+    finally:
+        kill(first)  # no clean shutdown: what the thread ran must already be on disk
+    assert log.read_text().splitlines() == ["clear_cache /tmp/cache"]
+
+    second, url = start(db, tmp_path)
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            again = await post(client, url, body)  # the client retries its first input
+    finally:
+        kill(second)
+    snapshot = next(e for e in again if e["type"] == "MESSAGES_SNAPSHOT")
+    assert again[-1]["type"] == "RUN_FINISHED" and again[-1]["outcome"] == {"type": "success"}
+    assert "result" not in again[-1]  # nothing ran: no model call, no new approval (the outcome is success)
+    assert [m["role"] for m in snapshot["messages"]].count("user") == 1
+    assert log.read_text().splitlines() == ["clear_cache /tmp/cache"]

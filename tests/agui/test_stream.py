@@ -96,6 +96,63 @@ async def test_text_reaches_the_client_while_the_model_is_still_answering(serve,
     assert [e["delta"] for e in seen if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["first ", "second"]
 
 
+class GatedCallModel:
+    """A scripted model that streams each tool call's arguments in two pieces and waits for
+    ``gate`` between them."""
+
+    def __init__(self, turns):
+        self.inner = ark.ScriptedModel(turns)
+        self.gate = asyncio.Event()
+        self.requests = self.inner.requests
+
+    async def stream(self, request, *, cancel=None):
+        async for event in self.inner.stream(request, cancel=cancel):
+            if event.type != "tool_call_delta":
+                yield event
+                continue
+            half = len(event.arguments_delta) // 2
+            yield ark.ToolCallDelta(index=event.index, id=event.id, name=event.name,
+                                    arguments_delta=event.arguments_delta[:half])
+            await self.gate.wait()
+            yield ark.ToolCallDelta(index=event.index, arguments_delta=event.arguments_delta[half:])
+
+    async def generate(self, request):
+        return await self.inner.generate(request)
+
+
+async def test_tool_call_arguments_reach_the_client_while_the_model_is_still_streaming_them(serve, client):
+    arguments = '{"a": 1, "b": 2}'
+    model = GatedCallModel([
+        ark.ScriptedTurn(text=["Let me add."], tool_calls=[ark.ToolCall(id="c1", name="add", arguments_json=arguments)]),
+        "It is 3."])
+    server = await serve(lambda thread: ark.AgentRuntime(model, tools=tools(), session_id=thread))
+    seen = []
+    async with client.stream("POST", server.url, json=run_input("t1", "r1", user("1 + 2?"))) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            seen.append(event)
+            if event["type"] == "TOOL_CALL_ARGS" and not model.gate.is_set():
+                # The model waits for this gate before the rest of the arguments: had the
+                # call gone out only with the complete message, this would never arrive.
+                assert event["delta"] == arguments[:len(arguments) // 2]
+                assert "TOOL_CALL_END" not in types(seen)
+                model.gate.set()
+    check_lifecycle(seen)
+    assert model.gate.is_set()
+    kinds = types(seen)
+    start = next(e for e in seen if e["type"] == "TOOL_CALL_START")
+    assert (start["toolCallId"], start["toolCallName"]) == ("c1", "add")
+    assert start["parentMessageId"] == next(e for e in seen if e["type"] == "TEXT_MESSAGE_START")["messageId"]
+    assert kinds.index("TEXT_MESSAGE_END") < kinds.index("TOOL_CALL_START")
+    assert "".join(e["delta"] for e in seen if e["type"] == "TOOL_CALL_ARGS") == arguments
+    assert [e["toolCallId"] for e in seen if e["type"].startswith("TOOL_CALL_")] == ["c1"] * len(
+        [k for k in kinds if k.startswith("TOOL_CALL_")])
+    assert kinds.count("TOOL_CALL_START") == kinds.count("TOOL_CALL_END") == 1
+    assert kinds.index("TOOL_CALL_END") < kinds.index("TOOL_CALL_RESULT")
+
+
 async def test_fragments_that_reach_one_write_together_are_joined_and_nothing_is_lost(serve, client):
     chunks = [f"c{i} " for i in range(50)]
     model = ark.ScriptedModel([ark.ScriptedTurn(text=chunks)])  # no delay: the chunks come in a burst

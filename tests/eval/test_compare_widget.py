@@ -21,10 +21,10 @@ async def test_compare_sends_both_traces_their_turns_and_the_first_divergence():
     assert widget.expected_turns[0] == 0 and max(widget.expected_turns) == 2
     found = ev.first_divergence(expected, actual)
     assert widget.first_divergence == found
-    assert widget.divergence == {"index": found.index, "turn": 1, "event_type": "llm.after",
-                                 "path": "message.tool_calls[0].arguments.b", "expected": 2, "actual": 3,
-                                 "text": str(found)}
-    assert "turn 1, llm.after" in repr(widget)
+    # the first place they differ is the call's streamed arguments (llm.chunk kind tool_call), parsed
+    assert widget.divergence == {"index": found.index, "turn": 1, "event_type": "llm.chunk",
+                                 "path": "arguments.b", "expected": 2, "actual": 3, "text": str(found)}
+    assert "turn 1, llm.chunk" in repr(widget)
 
 
 async def test_matching_traces_have_no_divergence_and_loaded_traces_work(tmp_path):

@@ -127,10 +127,14 @@ def test_column_batches_arrive_exactly_as_the_kernel_has_them(harness):
               for i in range(1, 3001)]
     events[0]["payload"]["text"] = "\ufeffBOM first"
     events[10:10] = [ev(0, "tool.before", run="r2", session="s2", call={"id": "c1", "name": "add"})]
+    # a tool call's argument chunks carry its id and name (None until the provider sent it)
+    events[20:20] = [ev(20_000, "llm.chunk", kind="tool_call", text='{"a": 1,', index=0, call_id="c1", name="add"),
+                     ev(20_001, "llm.chunk", kind="tool_call", text=' "b": 2}', index=1, call_id=None, name=None)]
     events += [{**events[-1], "event_id": "custom", "sequence": 9999, "timestamp": 1_733_000_999.5}]
     items, _ = encode(events)
     (item,) = items
     assert item["chunks"] and item["type_at"] is not None and item["run_id_at"] is not None
+    assert item["chunk_calls"] == [[19, "c1", "add"], [20, None, None]]  # chunk positions (tool.before is no chunk)
     odd = [ev(10_000, "llm.chunk", kind="text", text="odd", index=0, hook="rewrite"), ev(10_001, "agent.success")]
     assert not encode(odd)[0][0]["chunks"]
     nul = [ev(10_002, "llm.chunk", kind="text", text="a\0b", index=0), ev(10_003, "llm.chunk", kind="text", text="", index=0)]

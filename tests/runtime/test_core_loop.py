@@ -47,6 +47,7 @@ async def test_tool_run_transcript():
         ("llm.before", None),
         ("llm.chunk", "Let me "),
         ("llm.chunk", "add."),
+        ("llm.chunk", '{"a": 1, "b": 2}'),  # the call's arguments (kind tool_call), before the message completes
         ("llm.after", None),
         ("state.persisted", "after_model_text"),
         ("tool.before", None),

@@ -603,3 +603,39 @@ async def test_an_async_extension_tool_gets_the_runs_cancellation_token():
     runtime.cancel()
     result = await handle
     assert result.stop_reason == "cancelled" and ext.cancelled
+
+
+async def test_an_extension_added_after_construction_is_set_up_offered_and_saved(tmp_path):
+    storage = ark.FileStateStorage(tmp_path)
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("c1", "bump", by=3)]), "done"])
+    runtime = ark.AgentRuntime(model, storage=storage, session_id="s")
+    counter = Counter()
+    runtime.add_extension(counter)
+    assert counter.scope is not None and runtime.extensions[-1] is counter
+    await runtime.run("go")
+    assert _tool_names(model.requests[0]) == ["bump"]  # offered from the first call
+    assert (await storage.load("s")).extensions["counter"] == {"value": 3}  # its slice is saved
+    restored = ark.AgentRuntime(ScriptedModel(["x"]), storage=storage, session_id="s")
+    again = Counter()
+    restored.add_extension(again)  # added before the session is adopted: told of the restore
+    await restored.run("more")
+    assert again.value() == 3 and len(again.restored) == 1
+
+
+async def test_add_extension_refuses_a_taken_name_and_a_running_runtime():
+    model = ScriptedModel([ScriptedTurn(text=["a", "b"])])
+    runtime = ark.AgentRuntime(model, extensions=[Counter()])
+    with pytest.raises(ArkError) as taken:
+        runtime.add_extension(Counter())
+    assert taken.value.code == "invalid_argument" and "'counter'" in str(taken.value)
+    with pytest.raises(ArkError) as not_one:
+        runtime.add_extension(Counter)
+    assert "call it first" in str(not_one.value)
+    handle = runtime.start("go")
+    with pytest.raises(ArkError) as running:
+        class Other(Extension):
+            name = "other"
+        runtime.add_extension(Other())
+    assert running.value.code == "run_already_active"
+    await handle
+    assert [e.name for e in runtime.extensions] == ["counter"]

@@ -180,8 +180,10 @@ async def test_a_key_the_model_reports_when_it_resolves_it_is_redacted_from_its_
     log = EventLog(runtime)
     result = await runtime.run("go")
     assert result.persisted
-    streamed = "".join(e.payload["text"] for e in log.of(EventTypes.LLM_CHUNK))
+    streamed = "".join(e.payload["text"] for e in log.of(EventTypes.LLM_CHUNK) if e.payload["kind"] == "text")
     assert streamed == f"Your key: {REDACTED}.ok"
+    calls = [e.payload["text"] for e in log.of(EventTypes.LLM_CHUNK) if e.payload["kind"] == "tool_call"]
+    assert calls == ['{"query": "x"}']  # the call's arguments stream apart from the text
     assert runtime.state.history[1].text == f"Your key: {REDACTED}."
     _no(API_KEY, *(e.to_json() for e in log.events), runtime.state.to_json())
 
@@ -444,3 +446,41 @@ async def test_a_credential_shape_streamed_in_pieces_never_leaves_in_llm_chunk(c
     assert chunks[-2].endswith(" now, a") and chunks[-1] == " word."  # a chunk ending in "a" is not held back
     kinds = {k for r in _reports(log) if r["where"] == "event llm.chunk" for k in r["kinds"]}
     assert kinds == {"sk- API key pattern", "bearer token pattern"}
+
+
+class SplitCallModel(ark.ScriptedModel):
+    """Streams each tool call's arguments in pieces cut at ``cuts`` (id and name on the first)."""
+
+    def __init__(self, turns, cuts) -> None:
+        super().__init__(turns)
+        self._cuts = cuts
+
+    async def stream(self, request, *, cancel=None):
+        async for event in super().stream(request, cancel=cancel):
+            if event.type != "tool_call_delta":
+                yield event
+                continue
+            args, bounds = event.arguments_delta, [0, *self._cuts, len(event.arguments_delta)]
+            for n, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+                yield ark.ToolCallDelta(index=event.index, id=event.id if n == 0 else None,
+                                        name=event.name if n == 0 else None, arguments_delta=args[lo:hi])
+
+
+async def test_tool_call_arguments_stream_as_chunks_and_a_split_secret_never_leaves_in_them():
+    arguments = json.dumps({"query": f"send {CONFIGURED} now"})
+    at = arguments.index(CONFIGURED)
+    turns = [ScriptedTurn(tool_calls=[ark.ToolCall(id="c1", name="lookup", arguments_json=arguments)]),
+             ScriptedTurn(text=["done"])]
+    runtime = ark.AgentRuntime(SplitCallModel(turns, [5, at + 3, at + 11, at + 20]), tools=[leaking_tool("found")],
+                               secrets=[CONFIGURED])
+    log = EventLog(runtime)
+    await runtime.run("go")
+
+    calls = [e.payload for e in log.of(EventTypes.LLM_CHUNK) if e.payload["kind"] == "tool_call"]
+    assert len(calls) >= 3  # piece by piece, not one payload at the end
+    assert {(p["index"], p["call_id"], p["name"]) for p in calls} == {(0, "c1", "lookup")}
+    assert "".join(p["text"] for p in calls) == arguments.replace(CONFIGURED, REDACTED)
+    assert all(CONFIGURED not in p["text"] for p in calls)
+    # the chunks come before the message that holds the call is complete
+    order = [e.type for e in log.events]
+    assert order.index(EventTypes.LLM_CHUNK) < order.index(EventTypes.LLM_AFTER)

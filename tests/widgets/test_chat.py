@@ -39,6 +39,9 @@ def one_run(bus, ev, n, *, tool=True):
     for piece in ["Let ", "me ", "add."]:
         bus.publish(ev("llm.chunk", kind="text", text=piece, index=0))
     calls = [ToolCall(**call)] if tool else []
+    if tool:  # the call's arguments stream too (llm.chunk kind tool_call), before the message completes
+        for piece in ['{"a": 1, ', '"b": 2}']:
+            bus.publish(ev("llm.chunk", kind="tool_call", text=piece, index=0, call_id=f"c{n}", name="add"))
     bus.publish(ev("llm.after", turn=1, message=msg_dict(AgentMessage.assistant("Let me add.", tool_calls=calls))))
     if tool:
         bus.publish(ev("tool.before", call=call))
@@ -51,6 +54,17 @@ def one_run(bus, ev, n, *, tool=True):
 
 
 # -- streaming and structure ---------------------------------------------------------------
+
+def test_streamed_tool_call_arguments_stay_out_of_the_answer_text(runtime, timers, ev):
+    chat, front = make_chat(runtime, timers)
+    one_run(runtime.bus, ev, 1)
+    timers.advance(0.1)
+    answers = [e["text"] for e in chat.transcript["entries"] if e["kind"] == "assistant"]
+    assert answers == ["Let me add.", "It is 3 (1)."]
+    card = next(e for e in chat.transcript["entries"] if e["kind"] == "tool")
+    assert card["call_id"] == "c1"
+    assert front.entries == chat.transcript["entries"]
+
 
 def test_10k_chunks_coalesce_into_few_messages_in_order(runtime, timers, ev):
     chat, front = make_chat(runtime, timers)

@@ -36,6 +36,19 @@ def test_chunks_travel_as_columns_and_come_back_exactly():
     assert back == [e.to_dict() for e in events]
 
 
+def test_tool_call_chunks_stay_in_the_columns_with_their_call_id_and_name():
+    calls = [AgentEvent(f"r1:{seq}", "llm.chunk", "s1", "r1", seq, 1_733_000_000.0 + seq,
+                        {"kind": "tool_call", "text": text, "index": 0, "call_id": call_id, "name": name})
+             for seq, text, call_id, name in ((3, '{"a": ', "c1", "add"), (4, "1}", "c1", "add"), (5, "", None, None))]
+    events = [chunk(1), chunk(2), *calls, chunk(6)]
+    items, back = wire_roundtrip(events)
+    assert items[0]["chunks"] and items[0]["payload"] == []  # every chunk in the columns, none as JSON
+    assert items[0]["chunk_calls"] == [[2, "c1", "add"], [3, "c1", "add"], [4, None, None]]
+    assert back == [e.to_dict() for e in events]
+    items, _ = wire_roundtrip([chunk(1), chunk(2)])
+    assert "chunk_calls" not in items[0]  # nothing extra in a batch without tool calls
+
+
 def test_sequences_that_jump_and_ids_of_any_form_come_back_exactly():
     events = [chunk(1), chunk(2), chunk(7), chunk(2**40)]
     events[2] = AgentEvent(**{**events[2].to_dict(), "event_id": "custom-id"})

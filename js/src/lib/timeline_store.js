@@ -45,11 +45,18 @@ export function unpack(items, buffers = []) {
     const kind = chunks ? column(item, "kind", buffers) : null;
     const index = chunks ? ints(buffers, item.index) : null;
     const ids = strings(item.id, buffers), texts = chunks ? strings(item.text, buffers) : null;
+    // A tool call's chunks also carry its id and name: [[chunk position, call_id, name], ...].
+    const calls = chunks && Array.isArray(item.chunk_calls) ? new Map(item.chunk_calls.map((x) => [x[0], x])) : null;
     let c = 0, p = 0;
     for (let i = 0; i < n; i++) {
       const t = type(i), r = run(i), sequence = seq[i];
       let payload;
-      if (chunks && t === "llm.chunk") { payload = { kind: kind(c), text: texts[c], index: index[c] }; c++; }
+      if (chunks && t === "llm.chunk") {
+        payload = { kind: kind(c), text: texts[c], index: index[c] };
+        const call = calls && calls.get(c);
+        if (call) { payload.call_id = call[1]; payload.name = call[2]; }
+        c++;
+      }
       else payload = item.payload[p++];
       const event = { event_id: ids[i], type: t, session_id: session(i), run_id: r,
         sequence, timestamp: time[i], payload };
