@@ -51,6 +51,9 @@ class NodeOutcome:
     node: str | None = None
 
 
+_DECIDED = ("approval.decided", "agent.resumed")
+
+
 def _failure(node: str, exc: BaseException) -> ErrorInfo:
     if isinstance(exc, ArkError):
         return exc.info()
@@ -239,7 +242,13 @@ class StepRunner:
         if held is None:
             runtime = await node.build(op.raw_input["session"])
             step_id = op.operation_id
-            unsubscribe = runtime.bus.subscribe("*", lambda ev: e.bus.publish(ev.with_parent(e.run_id, step_id)))
+            name = node.name
+
+            def forward(ev: Any) -> None:
+                e.bus.publish(ev.with_parent(e.run_id, step_id))
+                if ev.type in _DECIDED:  # decided at the child's own controller (e.g. a planner's ChatWidget)
+                    e.child_decided(name)
+            unsubscribe = runtime.bus.subscribe("*", forward)
             held = (runtime, unsubscribe)
         runtime, unsubscribe = held
         waiting = False

@@ -85,6 +85,22 @@ class ExtensionHost:
             for kind in _guarded(ext, "approval_kinds", lambda: tuple(ext.approval_kinds() or ())):
                 self._add_kind(kind, f"extension {ext.name!r}")
 
+    def add(self, ext: Any, make: Callable[[str], ExtensionScope]) -> None:
+        """Install one more extension after construction (``AgentRuntime.add_extension``)."""
+        if not isinstance(ext, Extension):
+            raise invalid_argument(f"add_extension expects an arknb Extension instance, got {type(ext).__name__}")
+        if not isinstance(ext.name, str) or not _NAME.match(ext.name):
+            raise invalid_argument(f"extension {type(ext).__name__} needs a name, got {ext.name!r}")
+        if any(other.name == ext.name for other in self.extensions):
+            raise invalid_argument(f"an extension named {ext.name!r} is installed already; names must be unique")
+        self.extensions = (*self.extensions, ext)
+        _guarded(ext, "setup", ext.setup, make(ext.name))
+        for hook in _guarded(ext, "hooks", lambda: tuple(ext.hooks() or ())):
+            self._add_hook(ext, hook)
+        for kind in _guarded(ext, "approval_kinds", lambda: tuple(ext.approval_kinds() or ())):
+            self._add_kind(kind, f"extension {ext.name!r}")
+        self._tools_cache = self._system_cache = None
+
     def _add_hook(self, ext: Extension, hook: Any) -> None:
         if not isinstance(hook, AgentHook):
             raise invalid_argument(f"extension {ext.name!r}: hooks() must yield AgentHook instances, "

@@ -390,6 +390,16 @@ class AgentRuntime(RunControl):
         """The installed extensions, in the order their hooks run (built-in ones first)."""
         return self._extensions.extensions
 
+    def add_extension(self, extension: Extension) -> None:
+        """Install ``extension`` in a runtime already built, before it loads or runs (a
+        wrapper such as ``ark.PlanAndExecute`` adds its approval kind to the runtime your
+        factory built). Its ``on_restore`` runs when :meth:`load` adopts a saved session."""
+        if self._loaded and (self._state.history or self._active is not None):
+            raise invalid_argument(f"add_extension({extension!r}): session {self.session_id!r} is loaded already; "
+                                   "add extensions before the runtime loads or runs")
+        self._extensions.add(extension, lambda name: make_scope(self, name))
+        self._offered_tools()
+
     @property
     def history(self) -> tuple[AgentMessage, ...]:
         """The conversation so far."""

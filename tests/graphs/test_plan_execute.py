@@ -167,3 +167,45 @@ def test_a_planner_without_plan_mode_is_refused_clearly() -> None:
     assert run.status == "failed" and "plan_mode=ark.PlanMode.AUTO" in run.error.message
     with pytest.raises(ark.ArkError):
         ark.PlanAndExecute(planner=lambda sid: None, executors={}, name="pe_empty")
+
+
+async def _settled(planner: ark.AgentRuntime, run: ark.GraphRun) -> None:
+    """The planner's run continued by a decision at its own controller, then the graph's."""
+    handle = planner.current_run
+    if handle is not None:
+        await handle.wait()
+    await run.wait()
+
+
+def _two_dangerous_todos() -> Planner:
+    return Planner([
+        ark.ScriptedTurn(tool_calls=[todos("t1", ("delete the cache", "pending"), ("drop the table", "pending"))]),
+        ark.ScriptedTurn(tool_calls=[call("r1", "run_todos")]),
+        "Cache deleted, table kept.",
+    ])
+
+
+async def test_executors_approvals_are_decided_at_the_planner_runtimes_own_controller() -> None:
+    planner = _two_dangerous_todos()
+    executors = Executors(dangerous=True)
+    pe = ark.PlanAndExecute(planner=planner, executors={"doer": executors}, name="pe_planner_ctl")
+    run = await pe.run("Clean up")
+    assert run.status == "awaiting_human"
+    controller = planner.runtimes[0].controller
+    first, second = controller.list_pending_approvals()    # the executors' own calls, as a sub-agent's are
+    assert [i.approval_id.split("/")[0] for i in (first, second)] == ["doer.1", "doer.2"]
+    assert first.tool_call.name == "work" and first.reason.startswith("executor 1")
+    assert executors.peak == 0                             # nothing dangerous ran yet
+    assert (await controller.approve(first.approval_id)).ok
+    assert [i.approval_id for i in controller.list_pending_approvals()] == [second.approval_id]
+    assert (await controller.deny(second.approval_id, "keep the table")).ok
+    await asyncio.wait_for(_settled(planner.runtimes[0], run), 10)
+    assert run.status == "completed", (run.status, run.error, run.controller.list_pending())
+    assert run.state.answer == "Cache deleted, table kept."
+    assert executors.peak == 1 and run.controller.list_pending() == []
+    (result,) = [m for m in planner.runtimes[0].state.history if m.role == "tool" and m.tool_call_id == "r1"]
+    assert "done: DELETE THE CACHE" in result.text and "keep the table" in result.text
+    # the executor's tool ran once; the denied executor was told why
+    ran = [m for r in executors.requests for m in r.messages if m.role == "tool"]
+    assert sum("DELETE THE CACHE" in m.text for m in ran) == 1
+    assert any("keep the table" in m.text for m in ran)
