@@ -25,13 +25,14 @@ def todos(cid: str, *items: tuple[str, str]) -> ark.ToolCall:
 class Planner:
     """A planner factory with a scripted model, keeping what it built."""
 
-    def __init__(self, turns, mode=ark.PlanMode.AUTO) -> None:
+    def __init__(self, turns, mode=ark.PlanMode.AUTO, storage=None) -> None:
         self.model = ark.ScriptedModel(turns)
         self.mode = mode
+        self.storage = storage
         self.runtimes: list[ark.AgentRuntime] = []
 
     def __call__(self, session_id: str) -> ark.AgentRuntime:
-        runtime = ark.AgentRuntime(self.model, session_id=session_id, plan_mode=self.mode)
+        runtime = ark.AgentRuntime(self.model, session_id=session_id, plan_mode=self.mode, storage=self.storage)
         self.runtimes.append(runtime)
         return runtime
 
@@ -40,7 +41,9 @@ class Executors:
     """An executor factory: each executor answers its task in upper case via a tool that
     counts how many run at once."""
 
-    def __init__(self, *, dangerous: bool = False) -> None:
+    def __init__(self, *, dangerous: bool = False, storage=None) -> None:
+        self.storage = storage
+        self.ran: list[str] = []
         self.in_flight = 0
         self.peak = 0
         self.requests: list[ark.ModelRequest] = []
@@ -56,6 +59,7 @@ class Executors:
         @ark.tool(risk="dangerous" if self.dangerous else "safe")
         async def work(task: str) -> str:
             """Do the work."""
+            owner.ran.append(task)
             owner.in_flight += 1
             owner.peak = max(owner.peak, owner.in_flight)
             await asyncio.sleep(0.02)   # simulated work, so executors overlap
@@ -77,7 +81,7 @@ class Executors:
             async def generate(self, request):
                 raise NotImplementedError
 
-        return ark.AgentRuntime(Echo(), tools=[work], session_id=session_id)
+        return ark.AgentRuntime(Echo(), tools=[work], session_id=session_id, storage=self.storage)
 
 
 async def test_the_planner_plans_executors_carry_out_its_todos_and_it_replans_until_it_answers() -> None:
@@ -177,12 +181,15 @@ async def _settled(planner: ark.AgentRuntime, run: ark.GraphRun) -> None:
     await run.wait()
 
 
+_TURNS = [
+    ark.ScriptedTurn(tool_calls=[todos("t1", ("delete the cache", "pending"), ("drop the table", "pending"))]),
+    ark.ScriptedTurn(tool_calls=[call("r1", "run_todos")]),
+    "Cache deleted, table kept.",
+]
+
+
 def _two_dangerous_todos() -> Planner:
-    return Planner([
-        ark.ScriptedTurn(tool_calls=[todos("t1", ("delete the cache", "pending"), ("drop the table", "pending"))]),
-        ark.ScriptedTurn(tool_calls=[call("r1", "run_todos")]),
-        "Cache deleted, table kept.",
-    ])
+    return Planner(list(_TURNS))
 
 
 async def test_executors_approvals_are_decided_at_the_planner_runtimes_own_controller() -> None:
@@ -209,3 +216,33 @@ async def test_executors_approvals_are_decided_at_the_planner_runtimes_own_contr
     ran = [m for r in executors.requests for m in r.messages if m.role == "tool"]
     assert sum("DELETE THE CACHE" in m.text for m in ran) == 1
     assert any("keep the table" in m.text for m in ran)
+
+
+async def test_executors_approvals_reach_a_restored_planners_controller_on_sqlite(tmp_path) -> None:
+    path = tmp_path / "plan.sqlite"
+    store = ark.SQLiteStore(path)
+    first_executors = Executors(dangerous=True, storage=store)
+    pe = ark.PlanAndExecute(planner=Planner(_TURNS[:2], storage=store), executors={"doer": first_executors},
+                            name="pe_restore")
+    run = await pe.run("Clean up", storage=store, run_id="pr1")
+    assert run.status == "awaiting_human"
+    await run.aclose()
+    # a new process's objects: the planner is restored, its executors rebuilt from their sessions
+    store = ark.SQLiteStore(path)
+    planner = Planner(_TURNS[2:], storage=store)
+    executors = Executors(dangerous=True, storage=store)
+    pe = ark.PlanAndExecute(planner=planner, executors={"doer": executors}, name="pe_restore")
+    run = await pe.restore("pr1", storage=store)
+    assert run.status == "awaiting_human"
+    controller = planner.runtimes[0].controller
+    first, second = controller.list_pending_approvals()
+    assert [i.approval_id.split("/")[0] for i in (first, second)] == ["doer.1", "doer.2"]
+    assert (await controller.approve(first.approval_id)).ok
+    assert (await controller.deny(second.approval_id, "keep the table")).ok
+    await asyncio.wait_for(_settled(planner.runtimes[0], run), 10)
+    assert run.status == "completed", (run.status, run.error, run.controller.list_pending())
+    assert run.state.answer == "Cache deleted, table kept."
+    assert first_executors.ran == [] and executors.ran == ["delete the cache"]   # once, after the approval
+    (result,) = [m for m in planner.runtimes[0].state.history if m.role == "tool" and m.tool_call_id == "r1"]
+    assert "done: DELETE THE CACHE" in result.text and "keep the table" in result.text
+    await run.aclose()
