@@ -246,3 +246,27 @@ async def test_executors_approvals_reach_a_restored_planners_controller_on_sqlit
     (result,) = [m for m in planner.runtimes[0].state.history if m.role == "tool" and m.tool_call_id == "r1"]
     assert "done: DELETE THE CACHE" in result.text and "keep the table" in result.text
     await run.aclose()
+
+
+async def test_the_planners_chat_widget_shows_and_decides_its_executors_approvals() -> None:
+    from tests.graphs.test_graph_widget import until
+
+    planner = _two_dangerous_todos()
+    executors = Executors(dangerous=True)
+    pe = ark.PlanAndExecute(planner=planner, executors={"doer": executors}, name="pe_chat")
+    run = await pe.run("Clean up")
+    assert run.status == "awaiting_human"
+    chat = ark.ChatWidget(planner.runtimes[0])
+    await until(lambda: len([a for a in chat.approvals if a["live"]]) == 2, "two live cards", chat)
+    first, second = chat.approvals
+    assert first["approval_id"].startswith("doer.1/") and second["approval_id"].startswith("doer.2/")
+    chat._on_msg(chat, {"type": "approve", "approval_id": first["approval_id"], "request_id": "q1"})
+    await until(lambda: [a["approval_id"] for a in chat.approvals if a["live"]] == [second["approval_id"]],
+                "the first card decided", chat)
+    chat._on_msg(chat, {"type": "deny", "approval_id": second["approval_id"], "reason": "keep the table",
+                        "request_id": "q2"})
+    await until(lambda: not any(a["live"] for a in chat.approvals) and planner.runtimes[0].current_run is not None
+                or run.status == "completed", "the second card decided", chat)
+    await asyncio.wait_for(_settled(planner.runtimes[0], run), 10)
+    assert run.status == "completed", (run.status, run.error)
+    assert run.state.answer == "Cache deleted, table kept." and executors.ran == ["delete the cache"]
