@@ -279,12 +279,9 @@ class StepRunner:
 
     def child_items(self, node: str, step: int, runtime: Any) -> list[PendingStep]:
         items = []
-        expander = self.engine.graph.expanders.get(node)
+        # As the child's controller lists them: an item standing for others' (a sub-agent's,
+        # a PlanAndExecute planner's executors') is listed as those, decided there by id.
         for item in runtime.controller.list_pending_approvals():
-            inner = expander.expand(node, step, item) if expander is not None else None
-            if inner:  # the item stands for others' (a PlanAndExecute executor's calls): list those
-                items.extend(inner)
-                continue
             call = item.tool_call
             items.append(PendingStep(f"{node}/{item.approval_id}", item.kind, node, step, item.reason or "",
                                      detail={"tool": call.name, "arguments": call.arguments,
@@ -305,9 +302,6 @@ class StepRunner:
                            f"agent node {item.node!r} is not loaded here, so {item.item_id!r} cannot be decided")
         controller = held[0].controller
         inner = item.item_id.split("/", 1)[1]
-        expander = self.engine.graph.expanders.get(item.node)
-        if expander is not None and await expander.decide(controller, inner, choice, value):
-            return
         if choice == "approve":
             result = await controller.approve(inner)
         elif choice == "deny":

@@ -17,9 +17,12 @@ another ``run_todos``) until it answers in text: that answer is the graph's ``an
 ``run.controller.approve(item_id)`` / ``deny(item_id, reason)``.
 
 An executor that stops for an approval pauses the planner's ``run_todos`` call for a
-person in turn (the item names the executor's pending calls); approving it there
-approves them in the executor, which goes on, and the planner's call is answered when
-the executors are done, as sub-agents' approvals reach their parent.
+person in turn, as a sub-agent pauses ``delegate_task``: the planner runtime's own
+``controller.list_pending_approvals()`` (so its ``ChatWidget`` too) lists each
+executor's pending items as ``{executor}.{n}/{approval_id}``, and the graph run's
+controller as ``planner/{executor}.{n}/{approval_id}``; deciding one in either place
+decides it in that executor, and once none is left the planner's call runs again, waits
+for the executors and answers. A restored planner rebuilds the executors it waits for.
 """
 
 from __future__ import annotations
@@ -241,13 +244,21 @@ class _ExecutorsKind(ApprovalKind):
 
     async def route(self, batch: Any, item: Any, approval_id: str, decision: ApprovalDecision,
                     reason: str | None) -> Any:
+        return await self._decide(item, approval_id, lambda c, inner: (
+            c.approve(inner) if decision is ApprovalDecision.APPROVED else c.deny(inner, reason)))
+
+    async def route_in_doubt(self, batch: Any, item: Any, item_id: str, resolution: str, text: str | None) -> Any:
+        how = {"rerun": lambda c, inner: c.rerun(inner), "done": lambda c, inner: c.mark_done(inner, text or ""),
+               "failed": lambda c, inner: c.mark_failed(inner, text or "")}.get(resolution)
+        return None if how is None else await self._decide(item, item_id, how)
+
+    async def _decide(self, item: Any, approval_id: str, decide: Callable[[Any, str], Any]) -> Any:
+        """Decide ``approval_id`` in its executor; once no executor waits, approve ``item``."""
         prefix, _, inner = approval_id.partition("/")
         runtime = dict(self.ext.executors(item)).get(prefix)
         if runtime is None or not inner:
             return None
-        controller = runtime.controller
-        decided = await (controller.approve(inner) if decision is ApprovalDecision.APPROVED
-                         else controller.deny(inner, reason))
+        decided = await decide(runtime.controller, inner)
         if not decided.ok:
             return decided.model_copy(update={"approval_id": approval_id})
         if any(r.controller.list_pending_approvals() for _, r in self.ext.executors(item)):
