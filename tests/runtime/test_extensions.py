@@ -603,3 +603,23 @@ async def test_an_async_extension_tool_gets_the_runs_cancellation_token():
     runtime.cancel()
     result = await handle
     assert result.stop_reason == "cancelled" and ext.cancelled
+
+
+async def test_add_extension_installs_a_kind_before_the_runtime_runs_and_is_refused_after() -> None:
+    class Kind(ApprovalKind):
+        name = "late_kind"
+
+    class Late(Extension):
+        name = "late"
+
+        def approval_kinds(self):
+            return (Kind(),)
+
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]))
+    runtime.add_extension(Late())
+    assert [e.name for e in runtime.extensions][-1] == "late"
+    with pytest.raises(ark.ArkError, match="named 'late' is installed already"):
+        runtime.add_extension(Late())
+    await runtime.run("hello")
+    with pytest.raises(ark.ArkError, match="loaded already"):
+        runtime.add_extension(type("Other", (Late,), {"name": "other"})())
