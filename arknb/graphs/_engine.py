@@ -271,6 +271,22 @@ class Engine:
                 await self.steps.decide_in_doubt(item, choice, value)
             self._settled(item)
 
+    def child_decided(self, node: str) -> None:
+        """An agent node's child decided something at its own controller: list what it
+        still waits for, and go on once it waits for nothing and runs again."""
+        held = self.children.get(node)
+        if held is None or self.status is not GraphStatus.AWAITING_HUMAN or self.closed:
+            return
+        mine = [item for item in self.pending if item.node == node and "/" in item.item_id]
+        if mine:
+            still = self.steps.child_items(node, mine[0].step, held[0])
+            self.pending = [item for item in self.pending if item not in mine] + still
+        if not self.pending and held[0].current_run is not None:
+            self.status = GraphStatus.RUNNING
+            self.resuming = True
+            self.start()
+        self.notify()
+
     def _check_waiting(self, item: PendingStep) -> None:
         if self.closed:
             raise ArkError(ErrorLayer.RUNTIME, ErrorCode.RUNTIME_CLOSED,

@@ -51,6 +51,9 @@ class NodeOutcome:
     node: str | None = None
 
 
+_DECIDED = ("approval.decided", "agent.resumed")
+
+
 def _failure(node: str, exc: BaseException) -> ErrorInfo:
     if isinstance(exc, ArkError):
         return exc.info()
@@ -239,7 +242,13 @@ class StepRunner:
         if held is None:
             runtime = await node.build(op.raw_input["session"])
             step_id = op.operation_id
-            unsubscribe = runtime.bus.subscribe("*", lambda ev: e.bus.publish(ev.with_parent(e.run_id, step_id)))
+            name = node.name
+
+            def forward(ev: Any) -> None:
+                e.bus.publish(ev.with_parent(e.run_id, step_id))
+                if ev.type in _DECIDED:  # decided at the child's own controller (e.g. a planner's ChatWidget)
+                    e.child_decided(name)
+            unsubscribe = runtime.bus.subscribe("*", forward)
             held = (runtime, unsubscribe)
         runtime, unsubscribe = held
         waiting = False
@@ -270,12 +279,9 @@ class StepRunner:
 
     def child_items(self, node: str, step: int, runtime: Any) -> list[PendingStep]:
         items = []
-        expander = self.engine.graph.expanders.get(node)
+        # As the child's controller lists them: an item standing for others' (a sub-agent's,
+        # a PlanAndExecute planner's executors') is listed as those, decided there by id.
         for item in runtime.controller.list_pending_approvals():
-            inner = expander.expand(node, step, item) if expander is not None else None
-            if inner:  # the item stands for others' (a PlanAndExecute executor's calls): list those
-                items.extend(inner)
-                continue
             call = item.tool_call
             items.append(PendingStep(f"{node}/{item.approval_id}", item.kind, node, step, item.reason or "",
                                      detail={"tool": call.name, "arguments": call.arguments,
@@ -296,9 +302,6 @@ class StepRunner:
                            f"agent node {item.node!r} is not loaded here, so {item.item_id!r} cannot be decided")
         controller = held[0].controller
         inner = item.item_id.split("/", 1)[1]
-        expander = self.engine.graph.expanders.get(item.node)
-        if expander is not None and await expander.decide(controller, inner, choice, value):
-            return
         if choice == "approve":
             result = await controller.approve(inner)
         elif choice == "deny":

@@ -93,10 +93,6 @@ class Graph:
         self.nodes: dict[str, Node] = {}
         self.edges: list[tuple[str, str]] = []
         self.routes: dict[str, tuple[Callable[[Any], Any], tuple[str, ...] | None]] = {}
-        self.expanders: dict[str, Any] = {}
-        """Per agent node, what lists the items one of its pending items stands for and decides them
-        (``expand(node, step, item)``, ``async decide(controller, item_id, choice, value)``): PlanAndExecute's
-        executors' calls, listed at the graph run's controller one by one."""
         _GRAPHS[name] = self
 
     # -- building ------------------------------------------------------------------

@@ -17,9 +17,12 @@ another ``run_todos``) until it answers in text: that answer is the graph's ``an
 ``run.controller.approve(item_id)`` / ``deny(item_id, reason)``.
 
 An executor that stops for an approval pauses the planner's ``run_todos`` call for a
-person in turn (the item names the executor's pending calls); approving it there
-approves them in the executor, which goes on, and the planner's call is answered when
-the executors are done, as sub-agents' approvals reach their parent.
+person in turn, as a sub-agent pauses ``delegate_task``: the planner runtime's own
+``controller.list_pending_approvals()`` (so its ``ChatWidget`` too) lists each
+executor's pending items as ``{executor}.{n}/{approval_id}``, and the graph run's
+controller as ``planner/{executor}.{n}/{approval_id}``; deciding one in either place
+decides it in that executor, and once none is left the planner's call runs again, waits
+for the executors and answers. A restored planner rebuilds the executors it waits for.
 """
 
 from __future__ import annotations
@@ -32,15 +35,18 @@ from pydantic import BaseModel
 
 from arknb.domain import ArkError, ContextChange, ErrorCode, ErrorLayer, invalid_argument
 from arknb.hooks import ModelCallHookResult
+from arknb.runtime.extensions import ApprovalKind, Extension
+from arknb.state import ApprovalDecision
 from arknb.tools import ToolContext, tool
 
 from ._engine import END, START
 from .graph import Graph
 from .run import GraphRun
 
-__all__ = ["PlanAndExecute", "PlanState", "RUN_TODOS"]
+__all__ = ["EXECUTORS_KIND", "PlanAndExecute", "PlanState", "RUN_TODOS"]
 
 RUN_TODOS = "run_todos"
+EXECUTORS_KIND = "executors"
 _OPEN = ("pending", "in_progress")
 
 
@@ -93,7 +99,6 @@ class PlanAndExecute:
         self.graph.agent("planner", self._planner, prompt=lambda s: s.task, output="answer")
         self.graph.edge(START, "planner")
         self.graph.edge("planner", END)
-        self.graph.expanders["planner"] = _ExecutorItems(self)
         self.running: dict[str, Any] = {}      # executor session -> its runtime (alive in this process)
 
     async def run(self, task: str, **options: Any) -> GraphRun:
@@ -123,6 +128,7 @@ class PlanAndExecute:
                            f"PlanAndExecute: the planner's runtime must be built with plan_mode=ark.PlanMode."
                            f"{wanted.upper()} (review={self.review}); it has plan mode {mode!r}")
         runtime.tools.register(self._run_todos_tool(runtime), replace=True)
+        runtime.add_extension(_ExecutorsExtension(self))  # executors' approvals at the planner's controller
         return runtime
 
     def _run_todos_tool(self, planner: Any) -> Any:
@@ -162,15 +168,11 @@ class PlanAndExecute:
                 return session, await _drive(runtime, task)
 
         outcomes = await asyncio.gather(*(one(i, item.content) for i, item in enumerate(todos, 1)))
-        waiting = [(session, r) for session, r in outcomes if r is None]
+        waiting = [session for session, r in outcomes if r is None]
         if waiting:
-            calls = []
-            for session, _ in waiting:
-                for item in self.running[session].controller.list_pending_approvals():
-                    calls.append({"executor": session, "tool": item.tool_call.name, "arguments": item.tool_call.arguments})
-            return ctx.defer(f"{len(waiting)} executor(s) wait for approval of "
-                             f"{', '.join(c['tool'] for c in calls) or 'their calls'}; approve to let them go on",
-                             detail={"executors": calls, "sessions": [session for session, _ in waiting]})
+            count = sum(len(self.running[s].controller.list_pending_approvals()) for s in waiting)
+            return ctx.defer(f"{len(waiting)} executor(s) wait for {count} approval(s)", kind=EXECUTORS_KIND,
+                             detail={"executor": executor, "sessions": waiting})
         lines = []
         for (session, result), item in zip(outcomes, todos):
             self.running.pop(session, None)
@@ -178,60 +180,99 @@ class PlanAndExecute:
         return "\n\n".join(lines)
 
 
-class _ExecutorItems:
-    """Lists a waiting run_todos call's executors' own pending calls at the graph run's
-    controller, one item each (``planner/{planner item}/{n}/{executor item}``), and
-    decides them in their executor; once none is left, the planner's call is approved and
-    run again, which waits for the executors and answers (as sub-agents' approvals reach
-    their parent)."""
+class _ExecutorsExtension(Extension):
+    """Installed in the planner's runtime: its ``"executors"`` approval kind makes a waiting
+    ``run_todos`` call an approval source, as ``delegate_task`` is for sub-agents
+    (arknb.memory.delegation): the planner's ``controller.list_pending_approvals()`` lists
+    each executor's own pending items as ``{executor}.{n}/{approval_id}`` and deciding one
+    there decides it in that executor; once none is left, the planner's item is approved,
+    so ``run_todos`` runs again, waits for the executors and answers."""
+
+    name = "plan_executors"
 
     def __init__(self, team: PlanAndExecute) -> None:
         self.team = team
+        self.scope: Any = None
+        self.kind = _ExecutorsKind(self)
 
-    def _executors(self, item: Any) -> list[tuple[int, Any]]:
-        sessions = (item.detail or {}).get("sessions") if item.tool_call.name == RUN_TODOS else None
-        out = []
-        for session in sessions or ():
-            runtime = self.team.running.get(session)
-            if runtime is not None:
-                out.append((int(session.rsplit(".", 1)[1]), runtime))
-        return out
+    def setup(self, scope: Any) -> None:
+        self.scope = scope
 
-    def expand(self, node: str, step: int, item: Any) -> list[Any] | None:
-        from .run import PendingStep
+    def approval_kinds(self) -> tuple[ApprovalKind, ...]:
+        return (self.kind,)
+
+    async def on_restore(self, state: Any) -> None:
+        # A restored planner rebuilds the executors its pending item waits for (same
+        # sessions), so their items are listed and decided at its controller at once.
+        batch = state.pending_approval
+        for item in batch.items if batch is not None else ():
+            factory = self.team.executors.get((item.detail or {}).get("executor"))
+            if item.kind != EXECUTORS_KIND or not item.is_pending() or factory is None:
+                continue
+            for session in item.detail.get("sessions", ()):
+                runtime = self.team.running.get(session)
+                if runtime is None:
+                    runtime = self.team.running[session] = await _build(factory, session)
+                    _mark_scope(runtime, item.detail["executor"])
+                await runtime.load(takeover=self.scope.took_over)
+
+    def executors(self, item: Any) -> list[tuple[str, Any]]:
+        """``(prefix, runtime)`` of each executor ``item`` waits for that is alive here."""
+        detail = item.detail or {}
+        return [(f"{detail.get('executor')}.{session.rsplit('.', 1)[1]}", self.team.running[session])
+                for session in detail.get("sessions", ()) if session in self.team.running]
+
+
+class _ExecutorsKind(ApprovalKind):
+    """A ``run_todos`` call waiting for its executors' approvals: an approval source."""
+
+    name = EXECUTORS_KIND
+    how_to_decide = ("decide what the executors wait for (runtime.controller.list_pending_approvals() lists their "
+                     "items as '<executor>.<n>/<id>')")
+
+    def __init__(self, ext: _ExecutorsExtension) -> None:
+        self.ext = ext
+
+    def expand(self, item: Any) -> list[Any] | None:
         found = []
-        for n, runtime in self._executors(item):
+        for prefix, runtime in self.ext.executors(item):
             for inner in runtime.controller.list_pending_approvals():
-                call = inner.tool_call
-                found.append(PendingStep(f"{node}/{item.approval_id}/{n}/{inner.approval_id}", inner.kind, node, step,
-                                         f"executor {n}: {inner.reason or call.name}",
-                                         detail={"tool": call.name, "arguments": call.arguments,
-                                                 "executor": runtime.session_id, "approval_id": inner.approval_id}))
+                found.append(inner.model_copy(update={
+                    "approval_id": f"{prefix}/{inner.approval_id}",
+                    "reason": f"executor {prefix.rsplit('.', 1)[1]}: {inner.reason or inner.tool_call.name}"}))
         return found or None
 
-    async def decide(self, planner_controller: Any, item_id: str, choice: str, value: Any) -> bool:
-        parts = item_id.split("/")
-        if len(parts) != 3:
-            return False
-        outer, n, inner = parts
-        item = next((i for i in planner_controller.list_pending_approvals() if i.approval_id == outer), None)
-        runtime = dict(self._executors(item)).get(int(n)) if item is not None and n.isdigit() else None
-        if runtime is None:
-            raise ArkError(ErrorLayer.RUNTIME, ErrorCode.APPROVAL_NOT_FOUND,
-                           f"no executor's call {item_id!r} waits here")
-        controller = runtime.controller
-        calls = {"approve": lambda: controller.approve(inner), "deny": lambda: controller.deny(inner, value),
-                 "rerun": lambda: controller.rerun(inner),
-                 "done": lambda: controller.mark_done(inner, str(value or "")),
-                 "failed": lambda: controller.mark_failed(inner, str(value or "marked failed"))}
-        if choice not in calls:
-            raise invalid_argument(f"unknown decision {choice!r}")
-        result = await calls[choice]()
-        if not result.ok:
-            raise result.error
-        if not any(r.controller.list_pending_approvals() for _, r in self._executors(item)):
-            await planner_controller.approve(outer)  # its executors can go on: run_todos runs again and waits
-        return True
+    async def route(self, batch: Any, item: Any, approval_id: str, decision: ApprovalDecision,
+                    reason: str | None) -> Any:
+        return await self._decide(item, approval_id, lambda c, inner: (
+            c.approve(inner) if decision is ApprovalDecision.APPROVED else c.deny(inner, reason)))
+
+    async def route_in_doubt(self, batch: Any, item: Any, item_id: str, resolution: str, text: str | None) -> Any:
+        how = {"rerun": lambda c, inner: c.rerun(inner), "done": lambda c, inner: c.mark_done(inner, text or ""),
+               "failed": lambda c, inner: c.mark_failed(inner, text or "")}.get(resolution)
+        return None if how is None else await self._decide(item, item_id, how)
+
+    async def _decide(self, item: Any, approval_id: str, decide: Callable[[Any, str], Any]) -> Any:
+        """Decide ``approval_id`` in its executor; once no executor waits, approve ``item``."""
+        prefix, _, inner = approval_id.partition("/")
+        runtime = dict(self.ext.executors(item)).get(prefix)
+        if runtime is None or not inner:
+            return None
+        decided = await decide(runtime.controller, inner)
+        if not decided.ok:
+            return decided.model_copy(update={"approval_id": approval_id})
+        if any(r.controller.list_pending_approvals() for _, r in self.ext.executors(item)):
+            return decided.model_copy(update={"approval_id": approval_id, "all_decided": False})
+        # No executor waits any more: the planner's call runs again, waits for them and answers.
+        outer = await self.ext.scope.controller.approve(item.approval_id)
+        if not outer.ok:
+            return outer.model_copy(update={"approval_id": approval_id})
+        return decided.model_copy(update={"approval_id": approval_id, "all_decided": outer.all_decided})
+
+    async def on_decided(self, batch: Any, item: Any) -> None:
+        if item.decision is ApprovalDecision.DENIED:  # the whole run_todos call was refused: executors stop
+            for _, runtime in self.ext.executors(item):
+                runtime.cancel()
 
 
 def _mark_scope(runtime: Any, executor: str) -> None:

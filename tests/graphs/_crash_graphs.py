@@ -115,7 +115,7 @@ def build(scenario: str, store, effects: Path, *, stop_at: str | None = None, id
 
 
 def build_plan(store, effects: Path, *, stop_at: str | None = None, planner_turns: list | None = None,
-               restored: bool = False):
+               restored: bool = False, dangerous: bool = False):
     """A PlanAndExecute whose two executors each call ``fetch`` (idempotent) once; the
     planner plans two todos, runs them, and answers. ``restored``: the models hold only
     what is left to say after the crash (a finished model call is never asked again)."""
@@ -130,11 +130,15 @@ def build_plan(store, effects: Path, *, stop_at: str | None = None, planner_turn
         ark.ScriptedTurn(tool_calls=[call("r1", "run_todos")])]
     turns = turns + ["Both ports fetched."]
 
-    def planner(session_id):
-        return ark.AgentRuntime(ark.ScriptedModel(turns), storage=store, session_id=session_id,
-                                plan_mode=ark.PlanMode.AUTO)
+    planners = []
 
-    @ark.tool(idempotent=True)
+    def planner(session_id):
+        runtime = ark.AgentRuntime(ark.ScriptedModel(turns), storage=store, session_id=session_id,
+                                   plan_mode=ark.PlanMode.AUTO)
+        planners.append(runtime)
+        return runtime
+
+    @ark.tool(idempotent=True, risk="dangerous" if dangerous else "safe")
     async def fetch(port: str) -> str:
         """Fetch a port's tide table."""
         record(effects, f"fetch-{port}")
@@ -148,4 +152,6 @@ def build_plan(store, effects: Path, *, stop_at: str | None = None, planner_turn
         return ark.AgentRuntime(ark.ScriptedModel(first + [f"{port} done"]),
                                 tools=[fetch], storage=store, session_id=session_id)
 
-    return ark.PlanAndExecute(planner=planner, executors={"fetcher": executor}, max_parallel=1, name="crash_plan")
+    team = ark.PlanAndExecute(planner=planner, executors={"fetcher": executor}, max_parallel=1, name="crash_plan")
+    team.planners = planners  # the planner runtimes built (a test decides at the planner's own controller)
+    return team

@@ -23,10 +23,13 @@ from _crash_graphs import Work, build, build_plan, open_store  # noqa: E402
 
 async def main(where: str, kind: str, scenario: str, effects: str, mode: str, stop_at: str, idempotent: bool) -> None:
     store = open_store(kind, where)
-    if scenario == "plan":
-        team = build_plan(store, Path(effects), stop_at=stop_at or None)
-        await team.run("Fetch the tide tables", storage=store, run_id="g1")
-        return
+    if scenario in ("plan", "plan_approval"):
+        team = build_plan(store, Path(effects), stop_at=stop_at or None, dangerous=scenario == "plan_approval")
+        run = await team.run("Fetch the tide tables", storage=store, run_id="g1")
+        if scenario == "plan":
+            return
+        print(f"WAITING {run.status}", flush=True)
+        await asyncio.Event().wait()
     graph = build(scenario, store, Path(effects), stop_at=stop_at or None, idempotent=idempotent)
     if mode == "run":
         run = await graph.run(Work(topic="tides"), storage=store, run_id="g1")

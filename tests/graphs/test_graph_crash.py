@@ -239,3 +239,32 @@ async def test_plan_and_execute_killed_in_its_second_executor_never_reruns_the_f
         assert counts(effects) == Counter({"fetch-brest": 1, "fetch-dover": 2})  # dover's fetch is idempotent
     finally:
         await close(store, run)
+
+
+async def test_executors_approvals_are_decided_at_the_restored_planners_controller_after_a_kill(place, tmp_path) -> None:
+    effects = tmp_path / "effects.log"
+    child = await Child.start(place, "plan_approval", effects, "run")
+    try:
+        assert await child.line() == "WAITING awaiting_human"   # both executors wait for fetch's approval
+    finally:
+        await child.kill()
+    assert counts(effects) == Counter()
+    store = open_store(*place)
+    team = build_plan(store, effects, planner_turns=[], restored=True, dangerous=True)
+    run = await team.restore("g1", storage=store)
+    try:
+        assert run.status == "awaiting_human"
+        controller = team.planners[0].controller    # the planner runtime's own controller
+        brest, dover = controller.list_pending_approvals()
+        assert [i.approval_id.split("/")[0] for i in (brest, dover)] == ["fetcher.1", "fetcher.2"]
+        assert (await controller.approve(brest.approval_id)).ok
+        assert (await controller.deny(dover.approval_id, "not dover")).ok
+        handle = team.planners[0].current_run
+        if handle is not None:
+            await asyncio.wait_for(handle.wait(), 30)
+        await asyncio.wait_for(run.wait(), 30)
+        assert run.status == "completed", (run.error, run.pending)
+        assert run.state.answer == "Both ports fetched."
+        assert counts(effects) == Counter({"fetch-brest": 1})   # approved: ran once; denied: never
+    finally:
+        await close(store, run)

@@ -639,3 +639,21 @@ async def test_add_extension_refuses_a_taken_name_and_a_running_runtime():
     assert running.value.code == "run_already_active"
     await handle
     assert [e.name for e in runtime.extensions] == ["counter"]
+
+
+async def test_add_extension_installs_a_kind_before_the_runtime_runs_and_refuses_a_taken_name() -> None:
+    class Kind(ApprovalKind):
+        name = "late_kind"
+
+    class Late(Extension):
+        name = "late"
+
+        def approval_kinds(self):
+            return (Kind(),)
+
+    runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]))
+    runtime.add_extension(Late())
+    assert [e.name for e in runtime.extensions][-1] == "late"
+    with pytest.raises(ark.ArkError, match="named 'late' is installed already"):
+        runtime.add_extension(Late())
+    await runtime.run("hello")
