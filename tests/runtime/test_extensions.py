@@ -654,6 +654,6 @@ async def test_add_extension_installs_a_kind_before_the_runtime_runs_and_refuses
     runtime = ark.AgentRuntime(ark.ScriptedModel(["hi"]))
     runtime.add_extension(Late())
     assert [e.name for e in runtime.extensions][-1] == "late"
-    with pytest.raises(ark.ArkError, match="named 'late' is installed already"):
+    with pytest.raises(ark.ArkError, match="two extensions are named 'late'"):
         runtime.add_extension(Late())
     await runtime.run("hello")
