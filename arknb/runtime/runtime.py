@@ -370,6 +370,9 @@ class AgentRuntime(RunControl):
             self._loaded = True
             if found is not None:
                 await resolve_decided_batch(self)  # (a batch saved fully decided, yet pending)
+                # What the load announced (state.loaded, a pause for calls in doubt) is in the
+                # outbox, and heard, when load returns: listeners hear only committed events.
+                await self._invocations.flush()
             return found
 
     # -- public surface -------------------------------------------------------------
