@@ -37,9 +37,10 @@ def _no_duplicates_in_order(events):
 async def test_a_restored_runtimes_timeline_shows_the_earlier_runs_at_once(tmp_path):
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
     runs = await _two_runs(store)
-    stored = await store.read_events("tl")
 
     restored = await ark.AgentRuntime.restore("tl", storage=store, model=ark.ScriptedModel(["three"]))
+    stored = await store.read_events("tl")  # the restore's own state.loaded is committed by now
+    assert stored[-1].type == "state.loaded"
     timeline = TimelineWidget(restored, **QUIET)  # built in a running loop, as in a notebook cell
     front = BufferedFrontend(timeline)
     assert await timeline.load_history() == len(stored)  # the read the constructor started
@@ -61,9 +62,9 @@ async def test_a_restored_runtimes_timeline_shows_the_earlier_runs_at_once(tmp_p
     _no_duplicates_in_order(shown)
     _no_duplicates_in_order(timeline.events)
     assert [e["run_id"] for e in timeline.events if e["type"] == "agent.success"] == [*runs, third]
-    # The widget and the outbox agree (the restore's state.loaded was published before the
-    # widget listened and reached the outbox only with the third run's first commit).
-    outbox = [e.event_id for e in await store.read_events("tl") if e.type != "state.loaded"]
+    # The widget and the outbox agree (the restore's state.loaded, published before the widget
+    # listened, was committed before restore() returned, so the widget read it from the store).
+    outbox = [e.event_id for e in await store.read_events("tl")]
     assert [e["event_id"] for e in timeline.events if e["type"] != "llm.chunk"] == outbox
     await _close(timeline, restored, store)
 
@@ -93,9 +94,9 @@ async def test_a_run_started_before_the_stored_page_is_read_is_shown_once_after_
 async def test_pages_older_than_the_first_one_come_from_the_outbox_on_demand(tmp_path):
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
     runs = await _two_runs(store)
-    stored = await store.read_events("tl")
 
     restored = await ark.AgentRuntime.restore("tl", storage=store, model=ark.ScriptedModel([]))
+    stored = await store.read_events("tl")
     timeline = TimelineWidget(restored, page_size=5, **QUIET)
     front = BufferedFrontend(timeline)
     assert timeline.paged  # the store keeps an event outbox
@@ -122,7 +123,6 @@ async def test_a_restored_timeline_reads_only_its_pages_however_long_the_session
     older one cost one read of that page, not a walk from the session's first event."""
     store = ark.SQLiteStore(tmp_path / "arknb.sqlite3")
     await _two_runs(store)
-    stored = await store.read_events("tl")
     calls = {"forward": 0, "backward": []}
     read_events, read_before = store.read_events, store.read_events_before
 
@@ -136,6 +136,7 @@ async def test_a_restored_timeline_reads_only_its_pages_however_long_the_session
 
     store.read_events, store.read_events_before = forward, backward
     restored = await ark.AgentRuntime.restore("tl", storage=store, model=ark.ScriptedModel([]))
+    stored = await read_events("tl")  # (the unwrapped read: not counted)
     timeline = TimelineWidget(restored, page_size=4, **QUIET)
     front = BufferedFrontend(timeline)
     assert await timeline.load_history() == 4
