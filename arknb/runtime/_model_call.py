@@ -198,7 +198,7 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
     # chunks. A key is learnt when the model resolves it, after this point: the guard is
     # asked per chunk.
     guard = rt._redactor.chunk_guard()
-    calls: dict[int, list] = {}  # tool-call index -> [id, name] as streamed so far
+    calls: dict[int, list] = {}  # tool-call index -> [id, name, held fragments] as streamed so far
     stream = rt.model.stream(request, cancel=ctx.cancel)
     try:
         async for event in stream:
@@ -256,8 +256,10 @@ async def _collect(rt: AgentRuntime, ctx: RunContext, request: ModelRequest) -> 
             tail = guard.flush(kind)
             if tail and bus.has_listeners(EventTypes.LLM_CHUNK):
                 rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind=kind, text=tail, index=index))
-        for call_index, (call_id, name) in calls.items():
+        for call_index, (call_id, name, held) in calls.items():
             tail = guard.flush(f"tool_call:{call_index}")
+            if held:  # the whole arguments, where an escaped or split key shows (see _tool_call_chunk)
+                tail += rt._redactor.value("".join(held), "llm.chunk")
             if tail and bus.has_listeners(EventTypes.LLM_CHUNK):
                 rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="tool_call", text=tail, index=call_index,
                                                                call_id=call_id, name=name))
@@ -301,12 +303,20 @@ def _tool_call_chunk(rt: AgentRuntime, guard: ChunkGuard, calls: dict[int, list]
     provider sent them) and ``text`` (the arguments fragment, redacted like answer text)."""
     call = calls.get(event.index)
     if call is None:
-        call = calls[event.index] = [None, None]
+        call = calls[event.index] = [None, None, []]
     if event.id and call[0] is None:
         call[0] = event.id
     if event.name:
         call[1] = event.name if call[1] is None or event.name == call[1] else call[1] + event.name
-    text = guard.feed(f"tool_call:{event.index}", event.arguments_delta) if event.arguments_delta else ""
+    fragment = event.arguments_delta or ""
+    if fragment and (call[2] or rt._redactor.lint.known_values):
+        # With secrets configured, a model can write one JSON-escaped (\uXXXX) or split across
+        # the arguments' strings, which only the whole arguments show: they are held and
+        # published, redacted, when the message completes (issue 26: no sink holds the key).
+        call[2].append(fragment)
+        text = ""
+    else:
+        text = guard.feed(f"tool_call:{event.index}", fragment) if fragment else ""
     if (text or event.id or event.name) and rt.bus.has_listeners(EventTypes.LLM_CHUNK):
         rt._publish(EventTypes.LLM_CHUNK, flat_payload(kind="tool_call", text=text, index=event.index,
                                                        call_id=call[0], name=call[1]))

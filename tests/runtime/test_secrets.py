@@ -183,7 +183,9 @@ async def test_a_key_the_model_reports_when_it_resolves_it_is_redacted_from_its_
     streamed = "".join(e.payload["text"] for e in log.of(EventTypes.LLM_CHUNK) if e.payload["kind"] == "text")
     assert streamed == f"Your key: {REDACTED}.ok"
     calls = [e.payload["text"] for e in log.of(EventTypes.LLM_CHUNK) if e.payload["kind"] == "tool_call"]
-    assert calls == ['{"query": "x"}']  # the call's arguments stream apart from the text
+    # The call's arguments stream apart from the text; with a key known they come whole when
+    # the message completes (an escaped or split key shows only there), the first chunk names the call.
+    assert calls[0] == "" and [text for text in calls if text] == ['{"query": "x"}']
     assert runtime.state.history[1].text == f"Your key: {REDACTED}."
     _no(API_KEY, *(e.to_json() for e in log.events), runtime.state.to_json())
 
@@ -466,7 +468,11 @@ class SplitCallModel(ark.ScriptedModel):
                                         name=event.name if n == 0 else None, arguments_delta=args[lo:hi])
 
 
-async def test_tool_call_arguments_stream_as_chunks_and_a_split_secret_never_leaves_in_them():
+async def test_with_secrets_configured_tool_call_arguments_come_whole_and_no_key_leaves_in_them():
+    """A model can write a known key JSON-escaped or split across the arguments' strings,
+    which no fragment shows: with secrets configured the arguments are held and published,
+    redacted, when the message completes (without secrets they stream piece by piece:
+    tests/agui/test_stream.py)."""
     arguments = json.dumps({"query": f"send {CONFIGURED} now"})
     at = arguments.index(CONFIGURED)
     turns = [ScriptedTurn(tool_calls=[ark.ToolCall(id="c1", name="lookup", arguments_json=arguments)]),
@@ -477,7 +483,7 @@ async def test_tool_call_arguments_stream_as_chunks_and_a_split_secret_never_lea
     await runtime.run("go")
 
     calls = [e.payload for e in log.of(EventTypes.LLM_CHUNK) if e.payload["kind"] == "tool_call"]
-    assert len(calls) >= 3  # piece by piece, not one payload at the end
+    assert len([p for p in calls if p["text"]]) == 1  # the whole arguments, once
     assert {(p["index"], p["call_id"], p["name"]) for p in calls} == {(0, "c1", "lookup")}
     assert "".join(p["text"] for p in calls) == arguments.replace(CONFIGURED, REDACTED)
     assert all(CONFIGURED not in p["text"] for p in calls)
