@@ -45,7 +45,8 @@ def test_eval_notebook_widgets(lab):
     # A loaded trace opens in the timeline.
     timeline = page.locator(TIMELINE).first
     timeline.wait_for()
-    expect(timeline.locator("[data-testid='arknb-timeline-row']")).to_have_count(19)
+    # 20 rows: the recorded run streamed its tool call's arguments as an llm.chunk too (kind tool_call)
+    expect(timeline.locator("[data-testid='arknb-timeline-row']")).to_have_count(20)
 
     # The comparison view: aligned by turn, the first divergence marked on both sides.
     compare = page.locator(COMPARE).first
