@@ -20,6 +20,7 @@ from typing import Any
 
 from ..domain import ArkError, ErrorCode, ErrorLayer, invalid_argument
 from ..state import SecretLint, environment_secrets
+from ..state.file_types import file_type
 
 __all__ = [
     "FileKind", "as_path", "canonical_json", "check_header", "export_lint", "file_type", "iter_jsonl", "now_iso",
@@ -130,17 +131,6 @@ def _open_regular(path: Path, kind: FileKind):
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
-
-
-def file_type(mode: int) -> str:
-    """What a non-regular file is, for messages."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a file"
 
 
 def too_deep(path: Path, kind: FileKind, number: int | None) -> ArkError:

@@ -118,6 +118,26 @@ def _display(path: str) -> str:
     return path[len("call."):] if path.startswith("call.") else path
 
 
+def _joined_calls(events: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``events`` with each run of a tool call's argument chunks (``llm.chunk`` kind
+    ``tool_call``, one call) joined into one: where the arguments were cut is transport,
+    not behaviour (a runtime with secrets configured publishes them whole at the end)."""
+    out: list[Mapping[str, Any]] = []
+    for event in events:
+        payload = event.get("payload") or {}
+        last = out[-1] if out else None
+        if (event["type"] == "llm.chunk" and payload.get("kind") == "tool_call" and last is not None
+                and last["type"] == "llm.chunk" and (last.get("payload") or {}).get("kind") == "tool_call"
+                and last["payload"].get("index") == payload.get("index")):
+            before = last["payload"]
+            merged = {**before, **{k: v for k, v in payload.items() if v is not None},
+                      "text": (before.get("text") or "") + (payload.get("text") or "")}
+            out[-1] = {**last, "payload": merged}
+            continue
+        out.append(event)
+    return out
+
+
 def first_divergence(expected_events: Iterable[Any], actual_events: Iterable[Any]) -> Divergence | None:
     """The first place two event transcripts differ, or None when they match.
 
@@ -134,8 +154,8 @@ def first_divergence(expected_events: Iterable[Any], actual_events: Iterable[Any
     if isinstance(expected_events, (str, bytes)) or isinstance(actual_events, (str, bytes)):
         raise invalid_argument("first_divergence compares two lists of events; to read a trace file use "
                                "ev.trace.from_jsonl(path)")
-    expected = [_as_dict(e, "expected_events", i) for i, e in enumerate(expected_events)]
-    actual = [_as_dict(e, "actual_events", i) for i, e in enumerate(actual_events)]
+    expected = _joined_calls([_as_dict(e, "expected_events", i) for i, e in enumerate(expected_events)])
+    actual = _joined_calls([_as_dict(e, "actual_events", i) for i, e in enumerate(actual_events)])
     turns = turn_numbers(expected)
     for i in range(min(len(expected), len(actual))):
         a, b = expected[i], actual[i]

@@ -33,6 +33,7 @@ from typing import Any, Iterator
 import yaml
 
 from ..domain import ArkError, invalid_argument
+from ..state.file_types import file_type
 from ..tools import Tool
 from .skill import Skill
 
@@ -195,7 +196,7 @@ def _read_capped(skill_file: Path) -> bytes:
     except OSError as exc:
         raise _Problem(skill_file, f"cannot be read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(info.st_mode):
-        raise _Problem(skill_file, f"is not a regular file (it is {_file_type(info.st_mode)}); a SKILL.md must be "
+        raise _Problem(skill_file, f"is not a regular file (it is {file_type(info.st_mode)}); a SKILL.md must be "
                                    "a text file")
     if info.st_size > _MAX_BYTES:
         raise _Problem(skill_file, _too_big(info.st_size))
@@ -227,18 +228,6 @@ def _read_capped(skill_file: Path) -> bytes:
 def _too_big(size: int, *, grew: bool = False) -> str:
     return (f"is {'more than ' if grew else ''}{size} bytes; a SKILL.md holds at most {_MAX_BYTES} (move long "
             "material into files the skill's tools read)")
-
-
-def _file_type(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "not a file"
 
 
 def _deepest(front: str) -> tuple[int, int]:
