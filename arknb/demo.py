@@ -55,10 +55,11 @@ def build_runtime(storage_dir: str, chunk_delay: float = 0.02) -> ark.AgentRunti
 
 
 _streaming = False
+_shown = 0  # events printed: numbered 1, 2, 3... (the store's sequence gap after a restore stays internal)
 
 
 def _show(event: ark.AgentEvent) -> None:
-    global _streaming
+    global _streaming, _shown
     p = event.payload
     t = event.type
     if t == ark.EventTypes.LLM_CHUNK:
@@ -87,7 +88,8 @@ def _show(event: ark.AgentEvent) -> None:
         detail = f"{p['reason']}{' (mandatory)' if p['mandatory'] else ''}"
     elif t.startswith("agent.") or t == ark.EventTypes.RUNTIME_DETACHED:
         detail = p.get("stop_reason") or p.get("reason") or ""
-    print(f"  #{event.sequence:<5} {t:<18} {detail}")
+    _shown += 1
+    print(f"  #{_shown:<5} {t:<18} {detail}")
 
 
 async def main() -> int:
