@@ -66,6 +66,16 @@ class StepLog:
         """Take ownership (durable stores) and read the saved checkpoint (None: none)."""
         raise NotImplementedError
 
+    async def _read_checkpoint(self) -> dict[str, Any] | None:
+        """The saved session's graph checkpoint (None: none), its revision and sequence taken."""
+        saved = await self.storage.load(self.session_id)
+        if saved is None:
+            return None
+        self.revision = saved.revision
+        self.sequence = saved.event_sequence
+        checkpoint = saved.extensions.get(GRAPH_SLICE)
+        return _thaw(checkpoint) if checkpoint is not None else None
+
     async def find(self, purpose_key: str) -> Operation | None:
         raise NotImplementedError
 
@@ -113,13 +123,7 @@ class DurableLog(StepLog):
     async def open(self, *, takeover: bool = False) -> dict[str, Any] | None:
         self.lease = await self.storage.acquire_lease(self.session_id, self.owner, ttl=self.ttl, takeover=takeover)
         self._renewer = asyncio.get_running_loop().create_task(self._renew())
-        saved = await self.storage.load(self.session_id)
-        if saved is None:
-            return None
-        self.revision = saved.revision
-        self.sequence = saved.event_sequence
-        checkpoint = saved.extensions.get(GRAPH_SLICE)
-        return _thaw(checkpoint) if checkpoint is not None else None
+        return await self._read_checkpoint()
 
     async def _renew(self) -> None:
         while True:
@@ -196,14 +200,8 @@ class PlainLog(StepLog):
         self._lock = asyncio.Lock()
 
     async def open(self, *, takeover: bool = False) -> dict[str, Any] | None:
-        saved = await self.storage.load(self.session_id)
-        if saved is None:
-            return None
-        self.revision = saved.revision
-        self.sequence = saved.event_sequence
-        checkpoint = saved.extensions.get(GRAPH_SLICE)
+        checkpoint = await self._read_checkpoint()
         if checkpoint is not None:
-            checkpoint = _thaw(checkpoint)
             self._ops = dict(checkpoint.pop("ops", {}))
             self._checkpoint = checkpoint
         return checkpoint

@@ -233,17 +233,8 @@ class Tool:
             else:
                 # Blocking tool code must never stall the kernel's event loop.
                 value = await run_blocking(self._fn, *args, **kwargs)
-        except ArkError as exc:
-            if ctx.cancel.cancelled:
-                raise asyncio.CancelledError(ctx.cancel.reason) from exc
-            return ToolResult.from_error(exc)
         except Exception as exc:
-            if ctx.cancel.cancelled:
-                raise asyncio.CancelledError(ctx.cancel.reason) from exc
-            # DESIGN §6: the exception text only, no traceback (it may hold secrets).
-            message = str(exc)
-            text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-            return ToolResult.from_text(text, is_error=True, error_code=ErrorCode.TOOL_FAILED)
+            return failure_result(exc, ctx)
         return _to_result(value)
 
     def _kwargs(self, validated: Any, ctx: ToolContext) -> dict[str, Any]:
@@ -353,6 +344,19 @@ def _parse_risk(risk: ToolRisk | str) -> ToolRisk:
 def _check_read_only(read_only: Any) -> None:
     if not isinstance(read_only, bool):
         raise invalid_argument(f"read_only must be True or False, got {read_only!r}")
+
+
+def failure_result(exc: Exception, ctx: ToolContext, prefix: str = "") -> ToolResult:
+    """What a tool call that raised ``exc`` answers: an ``ArkError`` as its own error result,
+    any other exception as ``tool_failed`` with its type and text only (DESIGN §6: no
+    traceback, it may hold secrets), ``prefix`` before it; a cancelled call raises instead."""
+    if ctx.cancel.cancelled:
+        raise asyncio.CancelledError(ctx.cancel.reason) from exc
+    if isinstance(exc, ArkError):
+        return ToolResult.from_error(exc)
+    message = str(exc)
+    text = f"{prefix}{type(exc).__name__}" + (f": {message}" if message else "")
+    return ToolResult.from_text(text, is_error=True, error_code=ErrorCode.TOOL_FAILED)
 
 
 def _to_result(value: Any) -> ToolResult:

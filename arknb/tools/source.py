@@ -21,7 +21,7 @@ from arknb.domain import ArkError, ErrorCode, ToolDefinition, ToolResult, ToolRi
 from arknb.domain.json_decode import JSONTooDeepError, decode_json
 
 from .context import ToolContext
-from .decorator import _NAME, Tool
+from .decorator import _NAME, Tool, failure_result
 
 __all__ = ["SourceTool", "ToolSource"]
 
@@ -169,17 +169,9 @@ class SourceTool(Tool):
             raise asyncio.CancelledError(ctx.cancel.reason)
         try:
             return await self._fn(arguments, ctx)
-        except ArkError as exc:
-            if ctx.cancel.cancelled:
-                raise asyncio.CancelledError(ctx.cancel.reason) from exc
-            return ToolResult.from_error(exc)
         except Exception as exc:
-            if ctx.cancel.cancelled:
-                raise asyncio.CancelledError(ctx.cancel.reason) from exc
-            message = str(exc)
             where = f" ({self._source})" if self._source else ""
-            text = f"{self._name}{where} failed: {type(exc).__name__}" + (f": {message}" if message else "")
-            return ToolResult.from_text(text, is_error=True, error_code=ErrorCode.TOOL_FAILED)
+            return failure_result(exc, ctx, prefix=f"{self._name}{where} failed: ")
 
     def _not_an_object(self, value: Any) -> ToolResult:
         return ToolResult.from_text(f"invalid arguments for tool {self._name!r}: arguments must be a JSON object, "
